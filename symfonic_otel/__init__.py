@@ -1,0 +1,38 @@
+"""OpenTelemetry traces and metrics for LLM agents: silent bails, synthesis fallbacks, tenants."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.pricing import ModelPrice
+from symfonic_otel.tenancy import tenant_scope
+
+if TYPE_CHECKING:
+    from symfonic_otel.langchain import LangChainCallbackHandler
+    from symfonic_otel.setup import configure_telemetry
+
+__all__ = [
+    "LangChainCallbackHandler",
+    "ModelPrice",
+    "OTelCallbackHandler",
+    "__version__",
+    "configure_telemetry",
+    "tenant_scope",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: the LangChain adapter and the SDK setup pull in more than the core
+    # handler needs.
+    if name == "LangChainCallbackHandler":
+        from symfonic_otel.langchain import LangChainCallbackHandler
+
+        return LangChainCallbackHandler
+    if name == "configure_telemetry":
+        from symfonic_otel.setup import configure_telemetry
+
+        return configure_telemetry
+    raise AttributeError(f"module 'symfonic_otel' has no attribute {name!r}")

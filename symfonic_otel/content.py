@@ -1,0 +1,39 @@
+"""Content capture: whether prompt / response / preview text may leave the process, and how much.
+
+Off by default. Follows the GenAI instrumentations' switch,
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``; an explicit constructor argument wins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from symfonic_otel import semconv
+
+MAX_CONTENT_CHARS = 4096
+_ENABLED_VALUES = frozenset({"true", "span_only", "span_and_event"})
+
+
+def resolve_capture(capture_content: bool | None) -> bool:
+    if capture_content is None:
+        raw = os.environ.get(semconv.CAPTURE_CONTENT_ENV, "")
+        return raw.strip().lower() in _ENABLED_VALUES
+    if not isinstance(capture_content, bool):
+        raise TypeError(
+            f"capture_content must be True, False or None, got {capture_content!r}"
+        )
+    return capture_content
+
+
+def truncate(text: str, limit: int = MAX_CONTENT_CHARS) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return text[:limit], True
+
+
+def messages_json(role: str, text: str) -> tuple[str, bool]:
+    """A GenAI-semconv message list holding one text part, truncated to the capture limit."""
+    clipped, truncated = truncate(text)
+    payload = [{"role": role, "parts": [{"type": "text", "content": clipped}]}]
+    return json.dumps(payload, ensure_ascii=False), truncated

@@ -1,0 +1,62 @@
+"""Instrument factory: every metric instrument built in one place from the names module."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opentelemetry.metrics import Counter, Histogram, Meter, UpDownCounter
+
+from symfonic_otel import semconv
+from symfonic_otel.semconv import InstrumentSpec
+
+
+def _counter(meter: Meter, spec: InstrumentSpec) -> Counter:
+    return meter.create_counter(spec.name, unit=spec.unit, description=spec.description)
+
+
+def _updown(meter: Meter, spec: InstrumentSpec) -> UpDownCounter:
+    return meter.create_up_down_counter(spec.name, unit=spec.unit, description=spec.description)
+
+
+def _histogram(meter: Meter, spec: InstrumentSpec) -> Histogram:
+    return meter.create_histogram(
+        spec.name,
+        unit=spec.unit,
+        description=spec.description,
+        explicit_bucket_boundaries_advisory=list(spec.buckets) if spec.buckets else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Instruments:
+    agent_runs: Counter
+    agent_duration: Histogram
+    active_runs: UpDownCounter
+    silent_bails: Counter
+    synthesis_fallbacks: Counter
+    react_iterations: Histogram
+    operation_duration: Histogram
+    token_usage: Histogram
+    llm_cost: Counter
+    fabrication_detections: Counter
+    fabrication_confidence: Histogram
+    orphaned_runs: Counter
+    dropped_events: Counter
+
+    @classmethod
+    def create(cls, meter: Meter) -> Instruments:
+        return cls(
+            agent_runs=_counter(meter, semconv.AGENT_RUNS),
+            agent_duration=_histogram(meter, semconv.AGENT_DURATION),
+            active_runs=_updown(meter, semconv.ACTIVE_RUNS),
+            silent_bails=_counter(meter, semconv.SILENT_BAILS),
+            synthesis_fallbacks=_counter(meter, semconv.SYNTHESIS_FALLBACKS),
+            react_iterations=_histogram(meter, semconv.REACT_ITERATIONS),
+            operation_duration=_histogram(meter, semconv.CLIENT_OPERATION_DURATION),
+            token_usage=_histogram(meter, semconv.CLIENT_TOKEN_USAGE),
+            llm_cost=_counter(meter, semconv.LLM_COST),
+            fabrication_detections=_counter(meter, semconv.FABRICATION_DETECTIONS),
+            fabrication_confidence=_histogram(meter, semconv.FABRICATION_CONFIDENCE),
+            orphaned_runs=_counter(meter, semconv.ORPHANED_RUNS),
+            dropped_events=_counter(meter, semconv.DROPPED_EVENTS),
+        )

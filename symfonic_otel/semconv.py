@@ -1,0 +1,222 @@
+"""Every telemetry name this package emits: spans, attributes, metrics, units and buckets.
+
+Dashboards, alert rules, the README table and the tests all read names from here, so a
+semantic-convention change is one edit. ``gen_ai.*`` names follow the OpenTelemetry GenAI
+semantic conventions; ``symfonic.*`` names are ours.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+# --- span names and kinds ----------------------------------------------------------------------
+
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_CHAT: Final = "chat"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+
+
+def agent_span_name(agent_name: str) -> str:
+    return f"{OP_INVOKE_AGENT} {agent_name}"
+
+
+def chat_span_name(model: str) -> str:
+    return f"{OP_CHAT} {model}" if model else OP_CHAT
+
+
+def tool_span_name(tool_name: str) -> str:
+    return f"{OP_EXECUTE_TOOL} {tool_name}" if tool_name else OP_EXECUTE_TOOL
+
+
+EVENT_REACT_LOOP_END: Final = "symfonic.react.loop_end"
+EVENT_FABRICATION_DETECTED: Final = "symfonic.fabrication.detected"
+
+# --- attribute keys ----------------------------------------------------------------------------
+
+TENANT_ID: Final = "tenant.id"
+ERROR_TYPE: Final = "error.type"
+
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+# Content attributes: only set when content capture is on.
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
+
+RUN_ID: Final = "symfonic.run.id"
+RUN_OUTCOME: Final = "symfonic.run.outcome"
+NODE_NAME: Final = "symfonic.node.name"
+RESPONSE_EMPTY: Final = "symfonic.response.empty"
+REACT_TERMINATION_REASON: Final = "symfonic.react.termination_reason"
+REACT_ITERATION_INDEX: Final = "symfonic.react.iteration_index"
+REACT_CONTENT_TYPE: Final = "symfonic.react.content_type"
+REACT_HAS_TOOL_CALLS: Final = "symfonic.react.has_tool_calls"
+REACT_TOOL_CALL_COUNT: Final = "symfonic.react.tool_call_count"
+FABRICATION_MODE: Final = "symfonic.fabrication.mode"
+FABRICATION_ACTION: Final = "symfonic.fabrication.action"
+FABRICATION_MAX_CONFIDENCE: Final = "symfonic.fabrication.max_confidence"
+FABRICATION_FINDINGS: Final = "symfonic.fabrication.findings"
+FABRICATION_FINDING_KINDS: Final = "symfonic.fabrication.finding_kinds"
+FABRICATION_REFUSE_THRESHOLD: Final = "symfonic.fabrication.refuse_threshold"
+FABRICATION_DRAFT_PREVIEW: Final = "symfonic.fabrication.original_draft_preview"
+FABRICATION_REPLACEMENT_PREVIEW: Final = "symfonic.fabrication.replacement_preview"
+FABRICATION_PREVIEW_TRUNCATED: Final = "symfonic.fabrication.preview_truncated"
+LLM_PRICING_UNKNOWN: Final = "symfonic.llm.pricing_unknown"
+LLM_COST_USD: Final = "symfonic.llm.cost_usd"
+SYNTHESIS_RECOVERED: Final = "symfonic.synthesis.recovered"
+CONTENT_TRUNCATED: Final = "symfonic.content.truncated"
+TELEMETRY_EVENT: Final = "symfonic.telemetry.event"
+TELEMETRY_DROP_REASON: Final = "symfonic.telemetry.drop_reason"
+
+# Values with a fixed meaning.
+NODE_REACT: Final = "react"
+NODE_SYNTHESIZE_FALLBACK: Final = "react_synthesize_fallback"
+NODE_FABRICATION_REVISE: Final = "fabrication_revise"
+TENANT_UNKNOWN: Final = "unknown"
+OVERFLOW_VALUE: Final = "__overflow__"
+OTHER_VALUE: Final = "_OTHER"
+BAGGAGE_TENANT_KEY: Final = TENANT_ID
+CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+# --- metrics -----------------------------------------------------------------------------------
+
+InstrumentKind = Literal["counter", "updown_counter", "histogram"]
+
+# GenAI semantic conventions: explicit bucket advice for the two gen_ai.client.* histograms.
+GEN_AI_DURATION_BUCKETS: Final = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)
+GEN_AI_TOKEN_BUCKETS: Final = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)
+# A whole agent run can outlast a single completion: the semconv ladder, doubled twice more.
+AGENT_DURATION_BUCKETS: Final = (*GEN_AI_DURATION_BUCKETS, 163.84, 327.68)
+ITERATION_BUCKETS: Final = (0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50)
+CONFIDENCE_BUCKETS: Final = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+
+
+@dataclass(frozen=True)
+class InstrumentSpec:
+    """One metric instrument: OTel name, kind, unit, description, bucket advice."""
+
+    name: str
+    kind: InstrumentKind
+    unit: str
+    description: str
+    buckets: tuple[float, ...] | None = None
+
+    @property
+    def prometheus_name(self) -> str:
+        return prometheus_name(self)
+
+
+AGENT_RUNS: Final = InstrumentSpec(
+    "symfonic.agent.runs", "counter", "{run}", "Agent runs ended, by outcome and empty response."
+)
+AGENT_DURATION: Final = InstrumentSpec(
+    "gen_ai.invoke_agent.duration", "histogram", "s", "Agent run duration.", AGENT_DURATION_BUCKETS
+)
+ACTIVE_RUNS: Final = InstrumentSpec(
+    "symfonic.agent.active_runs", "updown_counter", "{run}", "Agent runs started and not ended."
+)
+SILENT_BAILS: Final = InstrumentSpec(
+    "symfonic.react.silent_bails", "counter", "{bail}",
+    "ReAct loops that ended with an empty final response.",
+)
+SYNTHESIS_FALLBACKS: Final = InstrumentSpec(
+    "symfonic.react.synthesis_fallbacks", "counter", "{call}",
+    "Recovery completions issued after a silent bail, by whether they produced text.",
+)
+REACT_ITERATIONS: Final = InstrumentSpec(
+    "symfonic.react.iterations", "histogram", "{iteration}", "Model calls of the loop per run.",
+    ITERATION_BUCKETS,
+)
+CLIENT_OPERATION_DURATION: Final = InstrumentSpec(
+    "gen_ai.client.operation.duration", "histogram", "s", "GenAI operation duration.",
+    GEN_AI_DURATION_BUCKETS,
+)
+CLIENT_TOKEN_USAGE: Final = InstrumentSpec(
+    "gen_ai.client.token.usage", "histogram", "{token}", "Number of input and output tokens used.",
+    GEN_AI_TOKEN_BUCKETS,
+)
+LLM_COST: Final = InstrumentSpec(
+    "symfonic.llm.cost.usd", "counter", "{USD}",
+    "Model cost from the price table; unknown models add nothing.",
+)
+FABRICATION_DETECTIONS: Final = InstrumentSpec(
+    "symfonic.fabrication.detections", "counter", "{detection}",
+    "Fabrication-check detections by mode and action.",
+)
+FABRICATION_CONFIDENCE: Final = InstrumentSpec(
+    "symfonic.fabrication.max_confidence", "histogram", "1",
+    "Strongest finding confidence per detection.", CONFIDENCE_BUCKETS,
+)
+ORPHANED_RUNS: Final = InstrumentSpec(
+    "symfonic.telemetry.orphaned_runs", "counter", "{run}",
+    "Runs closed as abandoned because their end never arrived (TTL or open-run cap).",
+)
+DROPPED_EVENTS: Final = InstrumentSpec(
+    "symfonic.telemetry.dropped_events", "counter", "{event}",
+    "Events the handler could not attach to a run (unknown run, duplicate, malformed).",
+)
+
+ALL_INSTRUMENTS: Final[tuple[InstrumentSpec, ...]] = (
+    AGENT_RUNS,
+    AGENT_DURATION,
+    ACTIVE_RUNS,
+    SILENT_BAILS,
+    SYNTHESIS_FALLBACKS,
+    REACT_ITERATIONS,
+    CLIENT_OPERATION_DURATION,
+    CLIENT_TOKEN_USAGE,
+    LLM_COST,
+    FABRICATION_DETECTIONS,
+    FABRICATION_CONFIDENCE,
+    ORPHANED_RUNS,
+    DROPPED_EVENTS,
+)
+
+# --- OTel -> Prometheus translation ------------------------------------------------------------
+
+_UNIT_SUFFIXES: Final = {"s": "seconds", "ms": "milliseconds", "By": "bytes", "1": ""}
+_INVALID = re.compile(r"[^a-zA-Z0-9_:]")
+
+
+def prometheus_label(attribute_key: str) -> str:
+    """Prometheus label for an attribute key (``tenant.id`` -> ``tenant_id``)."""
+    return _INVALID.sub("_", attribute_key)
+
+
+def prometheus_name(spec: InstrumentSpec) -> str:
+    """The name an instrument gets after the standard OTel -> Prometheus translation.
+
+    Dots become underscores, a unit in braces adds nothing, ``s`` adds ``_seconds``, and
+    monotonic counters end in ``_total``.
+    """
+    name = _INVALID.sub("_", spec.name)
+    unit = "" if spec.unit.startswith("{") else _UNIT_SUFFIXES.get(spec.unit, spec.unit)
+    if unit and not name.endswith(f"_{unit}"):
+        name = f"{name}_{unit}"
+    if spec.kind == "counter":
+        name = f"{name}_total"
+    return name
+
+
+def prometheus_series_names(spec: InstrumentSpec) -> tuple[str, ...]:
+    """Every series name Prometheus stores for an instrument (histograms have three)."""
+    base = prometheus_name(spec)
+    if spec.kind == "histogram":
+        return (f"{base}_bucket", f"{base}_count", f"{base}_sum")
+    return (base,)
