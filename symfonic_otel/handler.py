@@ -27,6 +27,7 @@ from symfonic_otel.labels import BoundedLabels
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.pricing import ModelPrice, PriceTable
 from symfonic_otel.providers import infer_provider
+from symfonic_otel.recorder import recorder_for
 from symfonic_otel.runs import OpenRun, RunRegistry
 from symfonic_otel.tenancy import current_tenant, sanitise_tenant
 
@@ -168,6 +169,7 @@ class OTelCallbackHandler:
         self._tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(_SCOPE, __version__, meter_provider=meter_provider)
         self._instruments = Instruments.create(meter)
+        self._record = recorder_for(meter).record
         self._prices = PriceTable(pricing)
         self._runs = RunRegistry(float(run_ttl_s), max_open_runs)
         self._failures = FailureLog()
@@ -315,7 +317,8 @@ class OTelCallbackHandler:
 
     def _drop(self, event_kind: str, reason: str) -> None:
         try:
-            self._instruments.dropped_events.add(
+            self._record(
+                self._instruments.dropped_events.add,
                 1,
                 self._cached(
                     ("drop", event_kind, reason),
@@ -389,7 +392,7 @@ class OTelCallbackHandler:
             span.end()
             self._drop("agent_start", "duplicate")
         else:
-            self._instruments.active_runs.add(1, self._agent_attrs)
+            self._record(self._instruments.active_runs.add, 1, self._agent_attrs)
         for old in evicted:
             self._abandon(old)
 
@@ -429,7 +432,8 @@ class OTelCallbackHandler:
     ) -> None:
         tenant = run.tenant
         instruments = self._instruments
-        instruments.agent_runs.add(
+        self._record(
+            instruments.agent_runs.add,
             1,
             self._cached(
                 ("runs", tenant, outcome, empty),
@@ -443,9 +447,10 @@ class OTelCallbackHandler:
                 ),
             ),
         )
-        instruments.active_runs.add(-1, self._agent_attrs)
+        self._record(instruments.active_runs.add, -1, self._agent_attrs)
         if duration_s is not None:
-            instruments.agent_duration.record(
+            self._record(
+                instruments.agent_duration.record,
                 duration_s,
                 self._cached(
                     ("duration", tenant, outcome),
@@ -456,7 +461,8 @@ class OTelCallbackHandler:
                     },
                 ),
             )
-            instruments.react_iterations.record(
+            self._record(
+                instruments.react_iterations.record,
                 run.last_iteration + 1,
                 self._cached(
                     ("iterations", tenant),
@@ -469,7 +475,7 @@ class OTelCallbackHandler:
         run.span.set_attribute(semconv.RUN_OUTCOME, "abandoned")
         run.span.end()
         self._record_run_end(run, "abandoned", None, None)
-        self._instruments.orphaned_runs.add(1, self._agent_attrs)
+        self._record(self._instruments.orphaned_runs.add, 1, self._agent_attrs)
 
     def _llm_end(
         self,
@@ -576,20 +582,22 @@ class OTelCallbackHandler:
                 }
             ),
         )
-        instruments.operation_duration.record(duration_s, op_attrs)
+        self._record(instruments.operation_duration.record, duration_s, op_attrs)
         for token_type, count in (
             (semconv.TOKEN_TYPE_INPUT, input_tokens),
             (semconv.TOKEN_TYPE_OUTPUT, output_tokens),
         ):
             if count is not None:
-                instruments.token_usage.record(
+                self._record(
+                    instruments.token_usage.record,
                     count,
                     self._cached(
                         ("tokens", tenant, model, node, provider, error_label, token_type),
                         partial(_with_token_type, op_attrs, token_type),
                     ),
                 )
-        instruments.llm_cost.add(
+        self._record(
+            instruments.llm_cost.add,
             cost or 0.0,
             self._cached(
                 ("cost", tenant, model, node, pricing_unknown),
@@ -602,7 +610,8 @@ class OTelCallbackHandler:
             ),
         )
         if is_synthesis:
-            instruments.synthesis_fallbacks.add(
+            self._record(
+                instruments.synthesis_fallbacks.add,
                 1,
                 self._cached(
                     ("synthesis", tenant, model, recovered),
@@ -620,7 +629,8 @@ class OTelCallbackHandler:
         tenant = run.tenant if run is not None else self._resolve_tenant(None)
         reason = _choice(_text(event, "termination_reason"), _TERMINATION_REASONS)
         # The bail is counted whatever else is wrong with the event: it is what operators page on.
-        self._instruments.silent_bails.add(
+        self._record(
+            self._instruments.silent_bails.add,
             1,
             self._cached(
                 ("bail", tenant, reason),
@@ -655,7 +665,8 @@ class OTelCallbackHandler:
         action = _choice(_text(event, "action_taken"), _FABRICATION_ACTIONS)
         confidence = min(_number(event, "max_finding_confidence") or 0.0, 1.0)
         instruments = self._instruments
-        instruments.fabrication_detections.add(
+        self._record(
+            instruments.fabrication_detections.add,
             1,
             self._cached(
                 ("fab", tenant, mode, action),
@@ -666,7 +677,8 @@ class OTelCallbackHandler:
                 },
             ),
         )
-        instruments.fabrication_confidence.record(
+        self._record(
+            instruments.fabrication_confidence.record,
             confidence,
             self._cached(
                 ("fabconf", mode, action),
