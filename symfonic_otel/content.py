@@ -20,9 +20,7 @@ def resolve_capture(capture_content: bool | None) -> bool:
         raw = os.environ.get(semconv.CAPTURE_CONTENT_ENV, "")
         return raw.strip().lower() in _ENABLED_VALUES
     if not isinstance(capture_content, bool):
-        raise TypeError(
-            f"capture_content must be True, False or None, got {capture_content!r}"
-        )
+        raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
     return capture_content
 
 

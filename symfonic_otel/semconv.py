@@ -96,10 +96,36 @@ InstrumentKind = Literal["counter", "updown_counter", "histogram"]
 
 # GenAI semantic conventions: explicit bucket advice for the two gen_ai.client.* histograms.
 GEN_AI_DURATION_BUCKETS: Final = (
-    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
 )
 GEN_AI_TOKEN_BUCKETS: Final = (
-    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+    1,
+    4,
+    16,
+    64,
+    256,
+    1024,
+    4096,
+    16384,
+    65536,
+    262144,
+    1048576,
+    4194304,
+    16777216,
+    67108864,
 )
 # A whole agent run can outlast a single completion: the semconv ladder, doubled twice more.
 AGENT_DURATION_BUCKETS: Final = (*GEN_AI_DURATION_BUCKETS, 163.84, 327.68)
@@ -132,43 +158,67 @@ ACTIVE_RUNS: Final = InstrumentSpec(
     "symfonic.agent.active_runs", "updown_counter", "{run}", "Agent runs started and not ended."
 )
 SILENT_BAILS: Final = InstrumentSpec(
-    "symfonic.react.silent_bails", "counter", "{bail}",
+    "symfonic.react.silent_bails",
+    "counter",
+    "{bail}",
     "ReAct loops that ended with an empty final response.",
 )
 SYNTHESIS_FALLBACKS: Final = InstrumentSpec(
-    "symfonic.react.synthesis_fallbacks", "counter", "{call}",
+    "symfonic.react.synthesis_fallbacks",
+    "counter",
+    "{call}",
     "Recovery completions issued after a silent bail, by whether they produced text.",
 )
 REACT_ITERATIONS: Final = InstrumentSpec(
-    "symfonic.react.iterations", "histogram", "{iteration}", "Model calls of the loop per run.",
+    "symfonic.react.iterations",
+    "histogram",
+    "{iteration}",
+    "Model calls of the loop per run.",
     ITERATION_BUCKETS,
 )
 CLIENT_OPERATION_DURATION: Final = InstrumentSpec(
-    "gen_ai.client.operation.duration", "histogram", "s", "GenAI operation duration.",
+    "gen_ai.client.operation.duration",
+    "histogram",
+    "s",
+    "GenAI operation duration.",
     GEN_AI_DURATION_BUCKETS,
 )
 CLIENT_TOKEN_USAGE: Final = InstrumentSpec(
-    "gen_ai.client.token.usage", "histogram", "{token}", "Number of input and output tokens used.",
+    "gen_ai.client.token.usage",
+    "histogram",
+    "{token}",
+    "Number of input and output tokens used.",
     GEN_AI_TOKEN_BUCKETS,
 )
 LLM_COST: Final = InstrumentSpec(
-    "symfonic.llm.cost.usd", "counter", "{USD}",
+    "symfonic.llm.cost.usd",
+    "counter",
+    "{USD}",
     "Model cost from the price table; unknown models add nothing.",
 )
 FABRICATION_DETECTIONS: Final = InstrumentSpec(
-    "symfonic.fabrication.detections", "counter", "{detection}",
+    "symfonic.fabrication.detections",
+    "counter",
+    "{detection}",
     "Fabrication-check detections by mode and action.",
 )
 FABRICATION_CONFIDENCE: Final = InstrumentSpec(
-    "symfonic.fabrication.max_confidence", "histogram", "1",
-    "Strongest finding confidence per detection.", CONFIDENCE_BUCKETS,
+    "symfonic.fabrication.max_confidence",
+    "histogram",
+    "1",
+    "Strongest finding confidence per detection.",
+    CONFIDENCE_BUCKETS,
 )
 ORPHANED_RUNS: Final = InstrumentSpec(
-    "symfonic.telemetry.orphaned_runs", "counter", "{run}",
+    "symfonic.telemetry.orphaned_runs",
+    "counter",
+    "{run}",
     "Runs closed as abandoned because their end never arrived (TTL or open-run cap).",
 )
 DROPPED_EVENTS: Final = InstrumentSpec(
-    "symfonic.telemetry.dropped_events", "counter", "{event}",
+    "symfonic.telemetry.dropped_events",
+    "counter",
+    "{event}",
     "Events the handler could not attach to a run (unknown run, duplicate, malformed).",
 )
 

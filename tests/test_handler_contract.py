@@ -172,7 +172,7 @@ async def test_span_tree_times_attributes_and_events(telemetry: InMemoryTelemetr
     assert synthesis.attributes["gen_ai.usage.output_tokens"] == 20
     # Private by default: no text anywhere.
     for span in telemetry.spans():
-        for key in (span.attributes or {}):
+        for key in span.attributes or {}:
             assert not key.startswith("gen_ai.input"), key
             assert not key.startswith("gen_ai.output"), key
         for event in span.events:
@@ -217,10 +217,8 @@ async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
             1,
         )
     ]
-    assert telemetry.points("symfonic.agent.active_runs") == [
-        ({"gen_ai.agent.name": "support"}, 0)
-    ]
-    (duration_attrs, duration), = telemetry.points("gen_ai.invoke_agent.duration")
+    assert telemetry.points("symfonic.agent.active_runs") == [({"gen_ai.agent.name": "support"}, 0)]
+    ((duration_attrs, duration),) = telemetry.points("gen_ai.invoke_agent.duration")
     assert duration_attrs == {
         "tenant.id": "acme",
         "gen_ai.agent.name": "support",
@@ -229,7 +227,7 @@ async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
     assert isinstance(duration, HistogramDataPoint)
     assert (duration.count, duration.sum) == (1, 1.5)
 
-    (iter_attrs, iterations), = telemetry.points("symfonic.react.iterations")
+    ((iter_attrs, iterations),) = telemetry.points("symfonic.react.iterations")
     assert iter_attrs == {"tenant.id": "acme", "gen_ai.agent.name": "support"}
     assert isinstance(iterations, HistogramDataPoint)
     assert (iterations.count, iterations.sum) == (1, 1)  # one loop call; synthesis excluded
@@ -287,7 +285,7 @@ async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
             1,
         )
     ]
-    (conf_attrs, conf), = telemetry.points("symfonic.fabrication.max_confidence")
+    ((conf_attrs, conf),) = telemetry.points("symfonic.fabrication.max_confidence")
     assert conf_attrs == {
         "symfonic.fabrication.mode": "observe",
         "symfonic.fabrication.action": "observed",
@@ -319,8 +317,9 @@ async def test_error_outcome_sets_status_and_error_type(telemetry: InMemoryTelem
         error_type="RateLimitError",
     )
     handler.agent_end(
-        AgentEndEvent(run_id="r", final_response=None, duration_ms=10.0, node_count=None,
-                      outcome="error"),
+        AgentEndEvent(
+            run_id="r", final_response=None, duration_ms=10.0, node_count=None, outcome="error"
+        ),
         error_type="RateLimitError",
     )
     run = telemetry.span("invoke_agent symfonic")
@@ -332,12 +331,15 @@ async def test_error_outcome_sets_status_and_error_type(telemetry: InMemoryTelem
     assert chat.status.status_code is StatusCode.ERROR
     assert chat.attributes is not None
     assert chat.attributes["gen_ai.provider.name"] == "anthropic"
-    (attrs, _), = telemetry.points("gen_ai.client.operation.duration")
+    ((attrs, _),) = telemetry.points("gen_ai.client.operation.duration")
     assert attrs["error.type"] == "RateLimitError"
-    assert telemetry.value(
-        "symfonic.agent.runs",
-        {"symfonic.run.outcome": "error", "symfonic.response.empty": True},
-    ) == 1
+    assert (
+        telemetry.value(
+            "symfonic.agent.runs",
+            {"symfonic.run.outcome": "error", "symfonic.response.empty": True},
+        )
+        == 1
+    )
 
 
 async def test_missing_timestamp_ends_now_and_starts_duration_earlier(
@@ -389,8 +391,10 @@ async def test_price_override(telemetry: InMemoryTelemetry) -> None:
     handler.agent_start(AgentStartEvent(query="q", run_id="r"))
     handler.llm_end(
         LLMEndEvent(
-            model="qwen3-max-2026-01", output="x",
-            usage={"input_tokens": 1_000_000, "output_tokens": 500_000}, run_id="r",
+            model="qwen3-max-2026-01",
+            output="x",
+            usage={"input_tokens": 1_000_000, "output_tokens": 500_000},
+            run_id="r",
         )
     )
     handler.agent_end(AgentEndEvent("r", "x", 1.0, 1))
@@ -421,9 +425,12 @@ async def test_agent_end_before_start_is_dropped_and_counted(telemetry: InMemory
     handler.agent_end(AgentEndEvent("never-started", "x", 1.0, 1))
     assert telemetry.spans() == []
     assert telemetry.value("symfonic.agent.runs") == 0
-    assert telemetry.value(
-        "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "unknown_run"}
-    ) == 1
+    assert (
+        telemetry.value(
+            "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "unknown_run"}
+        )
+        == 1
+    )
 
 
 async def test_llm_spans_never_parent_on_the_ambient_span(telemetry: InMemoryTelemetry) -> None:

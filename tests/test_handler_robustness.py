@@ -22,11 +22,32 @@ METHODS = (
     "on_fabrication_detected",
 )
 FIELDS = (
-    "run_id", "query", "final_response", "duration_ms", "node_count", "outcome", "model",
-    "output", "usage", "node_name", "pricing_unknown", "started_at_utc", "iteration_index",
-    "turn_index", "content_type", "has_tool_calls", "tool_call_count", "termination_reason",
-    "mode", "action_taken", "findings", "refuse_threshold", "max_finding_confidence",
-    "original_draft_preview", "replacement_preview", "preview_truncated",
+    "run_id",
+    "query",
+    "final_response",
+    "duration_ms",
+    "node_count",
+    "outcome",
+    "model",
+    "output",
+    "usage",
+    "node_name",
+    "pricing_unknown",
+    "started_at_utc",
+    "iteration_index",
+    "turn_index",
+    "content_type",
+    "has_tool_calls",
+    "tool_call_count",
+    "termination_reason",
+    "mode",
+    "action_taken",
+    "findings",
+    "refuse_threshold",
+    "max_finding_confidence",
+    "original_draft_preview",
+    "replacement_preview",
+    "preview_truncated",
 )
 
 _any_value = st.one_of(
@@ -35,10 +56,18 @@ _any_value = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=40),
-    st.sampled_from(["r1", "r2", "r3", "completed", "error", "react", "gpt-4o", "2026-01-01T00:00"]),
-    st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=5),
-                       st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)),
-             max_size=3),
+    st.sampled_from(
+        ["r1", "r2", "r3", "completed", "error", "react", "gpt-4o", "2026-01-01T00:00"]
+    ),
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.integers(),
+            st.text(max_size=5),
+            st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+        ),
+        max_size=3,
+    ),
     st.dictionaries(
         st.sampled_from(["input_tokens", "output_tokens", "prompt_tokens", "kind", "x"]),
         st.one_of(st.integers(min_value=-5, max_value=10**12), st.text(max_size=3), st.none()),
@@ -104,9 +133,13 @@ async def test_internal_failure_is_logged_once_per_kind(telemetry: InMemoryTelem
             handler.agent_start(_Raises())
     failures = [entry for entry in logs if entry.get("log_level") == "warning"]
     assert len(failures) == 1
-    assert telemetry.value(
-        "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "internal_error"}
-    ) == 50
+    assert (
+        telemetry.value(
+            "symfonic.telemetry.dropped_events",
+            {"symfonic.telemetry.drop_reason": "internal_error"},
+        )
+        == 50
+    )
 
 
 async def test_cap_evicts_oldest_as_abandoned(telemetry: InMemoryTelemetry) -> None:

@@ -60,6 +60,19 @@ def test_label_translation() -> None:
 
 def test_semconv_histogram_buckets_are_the_genai_ones() -> None:
     assert semconv.CLIENT_OPERATION_DURATION.buckets == (
-        0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+        0.01,
+        0.02,
+        0.04,
+        0.08,
+        0.16,
+        0.32,
+        0.64,
+        1.28,
+        2.56,
+        5.12,
+        10.24,
+        20.48,
+        40.96,
+        81.92,
     )
     assert semconv.CLIENT_TOKEN_USAGE.buckets == tuple(4**i for i in range(14))

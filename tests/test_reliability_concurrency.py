@@ -29,8 +29,13 @@ async def _async_run(handler: OTelCallbackHandler, run_id: str, tenant: str) -> 
         await asyncio.sleep(0)  # interleave with every other run
         await handler.on_llm_end(
             LLMEndEvent(
-                model="gpt-4o", output="", usage={"input_tokens": 3}, run_id=run_id,
-                node_name="react", duration_ms=1.0, iteration_index=iteration,
+                model="gpt-4o",
+                output="",
+                usage={"input_tokens": 3},
+                run_id=run_id,
+                node_name="react",
+                duration_ms=1.0,
+                iteration_index=iteration,
             )
         )
     await handler.on_react_loop_end(
@@ -46,8 +51,13 @@ def _sync_run(handler: OTelCallbackHandler, run_id: str, tenant: str) -> None:
     for iteration in range(2):
         handler.llm_end(
             LLMEndEvent(
-                model="claude-sonnet-4-5", output="x", usage={}, run_id=run_id,
-                node_name="react", duration_ms=1.0, iteration_index=iteration,
+                model="claude-sonnet-4-5",
+                output="x",
+                usage={},
+                run_id=run_id,
+                node_name="react",
+                duration_ms=1.0,
+                iteration_index=iteration,
             )
         )
     handler.agent_end(AgentEndEvent(run_id, "x", 2.0, 2))
@@ -74,8 +84,10 @@ def test_thousand_async_runs_and_eight_threads(telemetry: InMemoryTelemetry) -> 
 
     async def all_async() -> None:
         await asyncio.gather(
-            *(_async_run(handler, f"async-{i}", expected_tenant[f"async-{i}"])
-              for i in range(ASYNC_RUNS))
+            *(
+                _async_run(handler, f"async-{i}", expected_tenant[f"async-{i}"])
+                for i in range(ASYNC_RUNS)
+            )
         )
 
     asyncio.run(all_async())
@@ -118,8 +130,13 @@ def test_ten_thousand_tenants_and_arbitrary_node_names_stay_bounded(
         with tenant_scope(f"tenant-{i}"):
             handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
         handler.llm_end(
-            LLMEndEvent(model=f"model-{i % 300}", output="", usage={"input_tokens": 1},
-                        run_id=run_id, node_name=f"node-{i}")
+            LLMEndEvent(
+                model=f"model-{i % 300}",
+                output="",
+                usage={"input_tokens": 1},
+                run_id=run_id,
+                node_name=f"node-{i}",
+            )
         )
         handler.react_loop_end(
             ReactLoopEndEvent(run_id, 0, "str", False, 0, "no_content_no_tool_calls")
@@ -132,7 +149,9 @@ def test_ten_thousand_tenants_and_arbitrary_node_names_stay_bounded(
     tenants = {a["tenant.id"] for a, _ in telemetry.points("symfonic.agent.runs")}
     assert len(tenants) == max_tenants + 1
     assert semconv.OVERFLOW_VALUE in tenants
-    nodes = {a["symfonic.node.name"] for a, _ in telemetry.points("gen_ai.client.operation.duration")}
+    nodes = {
+        a["symfonic.node.name"] for a, _ in telemetry.points("gen_ai.client.operation.duration")
+    }
     assert semconv.OTHER_VALUE in nodes
     assert len(nodes) <= 33
     models = {a["gen_ai.request.model"] for a, _ in telemetry.points("symfonic.llm.cost.usd")}

@@ -100,9 +100,7 @@ async def test_scope_follows_asyncio_tasks(telemetry: InMemoryTelemetry) -> None
         ("ünïcødé-ok", "ünïcødé-ok"),
     ],
 )
-def test_tenant_values_are_sanitised(
-    telemetry: InMemoryTelemetry, raw: str, expected: str
-) -> None:
+def test_tenant_values_are_sanitised(telemetry: InMemoryTelemetry, raw: str, expected: str) -> None:
     with tenant_scope(raw):
         _run(telemetry.handler(), "r")
     assert _tenants(telemetry) == [expected]
@@ -124,10 +122,15 @@ def test_tenant_scope_rejects_non_strings() -> None:
 
 def _fabrication(run_id: str, draft: str) -> FabricationDetectedEvent:
     return FabricationDetectedEvent(
-        run_id=run_id, mode="refuse", action_taken="refuse_replaced",
-        findings=[{"kind": "unsupported_figure", "claim": draft}], refuse_threshold=0.8,
-        max_finding_confidence=0.9, original_draft_preview=draft[:240],
-        replacement_preview="I can't verify that.", preview_truncated=len(draft) > 240,
+        run_id=run_id,
+        mode="refuse",
+        action_taken="refuse_replaced",
+        findings=[{"kind": "unsupported_figure", "claim": draft}],
+        refuse_threshold=0.8,
+        max_finding_confidence=0.9,
+        original_draft_preview=draft[:240],
+        replacement_preview="I can't verify that.",
+        preview_truncated=len(draft) > 240,
     )
 
 
