@@ -220,3 +220,47 @@ async def test_llm_end_with_garbage_usage_still_records_the_call(
     assert "gen_ai.usage.input_tokens" not in chat.attributes
     assert telemetry.value("gen_ai.client.operation.duration") == 1
     assert telemetry.points("gen_ai.client.token.usage") == []
+
+
+EVENTS_PER_METHOD = 10_000
+# Drawing from a fixed pool of awkward values keeps 10,000 draws per method fast.
+_POOL = (
+    None, True, False, 0, -1, 2**64, 1.5, -0.0, float("nan"), float("inf"), "", " ", "r1", "r2",
+    "r3", "completed", "error", "abandoned", "react", "react_synthesize_fallback", "gpt-4o",
+    "claude-sonnet-4-5", "2026-11-30T12:00:00", "2026-13-45T99:99", "x" * 5000, "\x00\n\t",
+    [], [{"kind": "url"}], [None, 3], {}, {"input_tokens": 5, "output_tokens": "7"},
+    {"prompt_tokens": -3}, object(), b"bytes", ("t",),
+)
+_cheap_event = st.dictionaries(
+    st.sampled_from(FIELDS), st.sampled_from(_POOL), max_size=10
+).map(lambda attrs: SimpleNamespace(**attrs))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_ten_thousand_generated_events_per_method(method: str) -> None:
+    """A hypothesis run of at least 10,000 generated events into each method: none raises."""
+    memory = InMemoryTelemetry()
+    handler = memory.handler(max_open_runs=5)
+    delivered = 0
+
+    @settings(
+        max_examples=200,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example],
+    )
+    @given(batch=st.lists(_cheap_event, min_size=50, max_size=50))
+    def feed(batch: list[Any]) -> None:
+        nonlocal delivered
+        sync_method = getattr(handler, method.removeprefix("on_"))
+        for event in batch:
+            sync_method(event)
+            handler.agent_start(event)  # keeps runs opening so every method sees live runs
+            assert handler.open_runs <= 5
+        delivered += len(batch)
+
+    feed()
+    assert delivered >= EVENTS_PER_METHOD
+    handler.close_open_runs()
+    assert memory.unended_spans == []
+    memory.shutdown()

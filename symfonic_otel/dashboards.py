@@ -1,0 +1,72 @@
+"""The bundled Grafana dashboards, Prometheus rules and Collector example, and their export.
+
+The files live in the repository's ``dashboards/`` directory. A wheel carries them as the
+package data directory ``symfonic_otel/_dashboards``; an editable install or a source checkout
+reads them from ``dashboards/`` next to the package. ``export`` copies them, layout preserved:
+
+    symfonic-agent-overview.json, symfonic-fabrication.json   Grafana dashboards
+    prometheus/symfonic-rules.yml                              recording and alerting rules
+    prometheus/symfonic-rules.test.yml                         promtool unit tests of the rules
+    prometheus/prometheus.yml                                  example scrape configuration
+    collector/otel-collector.yaml                              example Collector pipeline
+    README.md                                                  runbook, one section per alert
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+__all__ = ["bundled_files", "export", "source"]
+
+_PACKAGE_DATA = "_dashboards"
+_SKIP = frozenset({"__pycache__", ".DS_Store"})
+
+
+def source() -> Traversable:
+    """The directory the bundled files are read from (installed wheel or source checkout)."""
+    packaged = resources.files("symfonic_otel").joinpath(_PACKAGE_DATA)
+    if packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parent.parent / "dashboards"
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(
+        "symfonic-otel's dashboards are missing from this installation "
+        f"(looked for symfonic_otel/{_PACKAGE_DATA} and ./dashboards)"
+    )
+
+
+def _walk(node: Traversable, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], Traversable]]:
+    found: list[tuple[tuple[str, ...], Traversable]] = []
+    for child in sorted(node.iterdir(), key=lambda item: item.name):
+        if child.name in _SKIP or child.name.endswith(".pyc"):
+            continue
+        if child.is_dir():
+            found.extend(_walk(child, (*prefix, child.name)))
+        elif child.is_file():
+            found.append(((*prefix, child.name), child))
+    return found
+
+
+def bundled_files() -> list[str]:
+    """Relative POSIX paths of every bundled file, sorted."""
+    return ["/".join(parts) for parts, _ in _walk(source(), ())]
+
+
+def export(dest_dir: str | Path) -> list[Path]:
+    """Copy every bundled file under ``dest_dir`` (created if needed; files are overwritten).
+
+    Returns the written paths, sorted.
+    """
+    dest = Path(dest_dir)
+    if dest.exists() and not dest.is_dir():
+        raise NotADirectoryError(f"{dest} exists and is not a directory")
+    written: list[Path] = []
+    for parts, item in _walk(source(), ()):
+        target = dest.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(item.read_bytes())
+        written.append(target)
+    return sorted(written)
