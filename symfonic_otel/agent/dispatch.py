@@ -1,0 +1,80 @@
+"""Duck-typed callback dispatch.
+
+A handler is any object with some of ``on_agent_start``, ``on_agent_end``, ``on_llm_end``,
+``on_react_loop_end``, ``on_fabrication_detected``; each may be sync or async. Which methods a
+handler has is looked up once, when the dispatcher is built, so an event no handler wants costs a
+truthiness test. A handler that raises is logged (once per handler and event kind) and skipped:
+observability must never break the run it observes.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import structlog
+
+__all__ = ["HANDLER_METHODS", "CallbackDispatcher"]
+
+HANDLER_METHODS: Final = (
+    "on_agent_start",
+    "on_agent_end",
+    "on_llm_end",
+    "on_react_loop_end",
+    "on_fabrication_detected",
+)
+
+_logger = structlog.get_logger("symfonic_otel.agent")
+
+Target = tuple[object, Callable[[Any], Any]]
+
+
+class CallbackDispatcher:
+    """Calls every handler's method for an event kind, in registration order."""
+
+    __slots__ = (
+        "_failed",
+        "agent_end",
+        "agent_start",
+        "fabrication_detected",
+        "llm_end",
+        "react_loop_end",
+    )
+
+    def __init__(self, handlers: Iterable[object]) -> None:
+        found: dict[str, list[Target]] = {name: [] for name in HANDLER_METHODS}
+        for handler in handlers:
+            for name in HANDLER_METHODS:
+                method = getattr(handler, name, None)
+                if callable(method):
+                    found[name].append((handler, method))
+        self.agent_start: tuple[Target, ...] = tuple(found["on_agent_start"])
+        self.agent_end: tuple[Target, ...] = tuple(found["on_agent_end"])
+        self.llm_end: tuple[Target, ...] = tuple(found["on_llm_end"])
+        self.react_loop_end: tuple[Target, ...] = tuple(found["on_react_loop_end"])
+        self.fabrication_detected: tuple[Target, ...] = tuple(found["on_fabrication_detected"])
+        self._failed: set[tuple[int, str]] = set()
+
+    async def emit(self, targets: tuple[Target, ...], kind: str, event: object) -> None:
+        """Deliver ``event`` to ``targets``; failures are logged, never raised."""
+        for handler, method in targets:
+            try:
+                result = method(event)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # a handler bug must not end the agent's run
+                self._report(handler, kind, exc)
+
+    def _report(self, handler: object, kind: str, exc: Exception) -> None:
+        key = (id(handler), kind)
+        if key in self._failed:
+            return
+        self._failed.add(key)
+        _logger.warning(
+            "callback handler raised; later failures of this handler and kind are not logged",
+            handler=type(handler).__name__,
+            callback=kind,
+            error_type=type(exc).__name__,
+            exc_info=exc,
+        )

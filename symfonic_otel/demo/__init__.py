@@ -1,0 +1,5 @@
+"""``symfonic-otel demo``: the reference loop over a realistic scenario mix, with a summary."""
+
+from symfonic_otel.demo.runner import DemoOptions, run_demo
+
+__all__ = ["DemoOptions", "run_demo"]

@@ -1,0 +1,150 @@
+"""Drive the reference loop over the scenario mix, for several tenants, with a seeded RNG."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from symfonic_otel.agent import ReactAgent
+from symfonic_otel.demo.scenarios import TOOLS, DemoProviderError, ScenarioPlan, pick_scenario
+from symfonic_otel.events import AgentEndEvent, AgentStartEvent
+from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.tenancy import tenant_scope
+from symfonic_otel.testing.scripted import ScriptedChatModel
+
+__all__ = ["NOISY_TENANT_INDEX", "TENANT_NAMES", "PlannedRun", "Traffic", "plan_runs", "tenants"]
+
+TENANT_NAMES = ("acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka")
+NOISY_TENANT_INDEX = 1  # "globex": its silent-bail rate is several times everyone else's
+AGENT_NAME = "support"
+LOST_RUN_EVERY = 60  # one run in ~60 starts on a worker that "crashes": its end never arrives
+RETRIED_END_EVERY = 40  # one run in ~40 has its AgentEnd delivered twice by a retrying emitter
+
+
+def tenants(count: int) -> list[str]:
+    names = list(TENANT_NAMES[:count])
+    names.extend(f"tenant-{i + 1}" for i in range(len(names), count))
+    return names
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    index: int
+    run_id: str
+    tenant: str
+    plan: ScenarioPlan
+    lost_worker: bool
+    retried_end: bool
+
+
+def plan_runs(seed: int, tenant_names: list[str]) -> Iterator[PlannedRun]:
+    """An endless, reproducible sequence of runs: same seed, same runs."""
+    rng = random.Random(seed)
+    noisy = tenant_names[NOISY_TENANT_INDEX] if len(tenant_names) > 1 else None
+    index = 0
+    while True:
+        tenant = rng.choice(tenant_names)
+        scenario = pick_scenario(rng, noisy=tenant == noisy)
+        plan = scenario.build(rng, tenant)
+        yield PlannedRun(
+            index=index,
+            run_id=f"demo-{seed}-{index:06d}",
+            tenant=tenant,
+            plan=plan,
+            lost_worker=rng.randrange(LOST_RUN_EVERY) == 0,
+            retried_end=rng.randrange(RETRIED_END_EVERY) == 0,
+        )
+        index += 1
+
+
+class Traffic:
+    """Runs planned runs through ``ReactAgent`` with ``handler`` as its callback."""
+
+    def __init__(
+        self,
+        handler: OTelCallbackHandler,
+        *,
+        concurrency: int = 32,
+        on_done: Callable[[PlannedRun], None] = lambda run: None,
+    ) -> None:
+        self.handler = handler
+        self.concurrency = concurrency
+        self.on_done = on_done
+        self.completed = 0
+        self.provider_errors = 0
+        self.cancelled = 0
+
+    async def run_count(self, runs: Iterator[PlannedRun], count: int) -> None:
+        """Run ``count`` runs, ``concurrency`` at a time."""
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def gated(run: PlannedRun) -> None:
+            async with gate:
+                await self.one(run)
+
+        async with asyncio.TaskGroup() as group:
+            for _, run in zip(range(count), runs, strict=False):
+                group.create_task(gated(run))
+
+    async def run_for(self, runs: Iterator[PlannedRun], seconds: float, rate: float) -> None:
+        """Start runs at a steady ``rate`` per second for ``seconds``."""
+        interval = 1.0 / rate
+        deadline = time.monotonic() + seconds
+        next_start = time.monotonic()
+        async with asyncio.TaskGroup() as group:
+            for run in runs:
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                if next_start > now:
+                    await asyncio.sleep(next_start - now)
+                next_start += interval
+                group.create_task(self.one(run))
+
+    async def warm_up(self, runs: Iterator[PlannedRun], count: int = 40) -> None:
+        """Run a few plans with no telemetry and no latency, one at a time.
+
+        First calls build tool schemas and import lazily loaded modules; done under load they
+        would stall the event loop and skew the first measured latencies.
+        """
+        for _, run in zip(range(count), runs, strict=False):
+            plan = run.plan
+            model = ScriptedChatModel(plan.script, model_name=plan.model_name)
+            agent = ReactAgent(model, TOOLS, config=plan.config, name=AGENT_NAME)
+            with contextlib.suppress(DemoProviderError):
+                await agent.run(plan.query, run_id=run.run_id)
+
+    async def one(self, run: PlannedRun) -> None:
+        plan = run.plan
+        model = ScriptedChatModel(
+            plan.script, model_name=plan.model_name, latency_s=plan.latency_s
+        )
+        agent = ReactAgent(
+            model, TOOLS, config=plan.config, callbacks=[self.handler], name=AGENT_NAME
+        )
+        with tenant_scope(run.tenant):
+            if run.lost_worker:
+                # A worker that died mid-run: AgentStart arrives, AgentEnd never does.
+                self.handler.agent_start(AgentStartEvent(plan.query, f"{run.run_id}-lost"))
+            task = asyncio.create_task(agent.run(plan.query, run_id=run.run_id))
+        try:
+            if plan.cancel_after_s is not None:
+                await asyncio.sleep(plan.cancel_after_s)
+                task.cancel()
+            await task
+        except DemoProviderError:
+            self.provider_errors += 1
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not task.cancelled() or (current is not None and current.cancelling()):
+                raise  # the demo itself is being stopped (Ctrl-C), not just this run
+            self.cancelled += 1
+        if run.retried_end:
+            with contextlib.suppress(Exception):
+                self.handler.agent_end(AgentEndEvent(run.run_id, None, 0.0, None))
+        self.completed += 1
+        self.on_done(run)
