@@ -1,0 +1,197 @@
+"""Helpers for the LangChain / LangGraph adapter tests: agents, tools, span-tree checks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
+from langgraph.types import interrupt
+from opentelemetry.sdk.trace import ReadableSpan
+
+from symfonic_otel import semconv
+from symfonic_otel.testing.scripted import ScriptedChatModel
+
+AGENT_SPAN = semconv.agent_span_name("symfonic")
+USAGE = {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}
+
+
+def call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+def tool_turn(a: int = 1, b: int = 2, call_id: str = "c1") -> AIMessage:
+    """A model turn that only calls ``add``, with token usage."""
+    return AIMessage(
+        content="", tool_calls=[call("add", {"a": a, "b": b}, call_id)], usage_metadata=USAGE
+    )
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def ask_human(question: str) -> str:
+    """Ask the operator and wait for the answer (a LangGraph interrupt)."""
+    answer = interrupt(question)
+    return str(answer)
+
+
+@tool
+async def slow(seconds: float) -> str:
+    """Sleep, so a test can cancel the run mid-tool."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+def react_agent(model: BaseChatModel, tools: Any, **kwargs: Any) -> Any:
+    """LangGraph's prebuilt ReAct agent (its deprecation notice points at a package we lack)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return create_react_agent(model, tools, **kwargs)
+
+
+def scripted_agent(*turns: AIMessage | str | BaseException, **kwargs: Any) -> Any:
+    """The real LangGraph prebuilt ReAct agent over a scripted model and ``add``."""
+    return react_agent(ScriptedChatModel(list(turns)), [add], **kwargs)
+
+
+def raw_react_graph(model: BaseChatModel, tools: Sequence[Any]) -> Any:
+    """A hand-built ReAct graph (no ``remaining_steps`` guard), so recursion limits raise."""
+    bound = model.bind_tools(tools)
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+def model_only_graph(model: BaseChatModel) -> Any:
+    """A one-node graph whose final AI message is whatever the model returned."""
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", END)
+    return graph.compile()
+
+
+class ConversationModel(BaseChatModel):
+    """Stateless model for concurrency tests: replies from the conversation, not a script.
+
+    First turn: call ``add`` with the two numbers of the question; after the tool result: answer
+    with it. Each call sleeps a little (``await`` under async) so concurrent runs interleave.
+    """
+
+    model_name: str = "conversation-model"
+
+    @property
+    def _llm_type(self) -> str:
+        return "conversation"
+
+    def bind_tools(
+        self, tools: Sequence[Any], **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        return self
+
+    def _reply(self, messages: list[BaseMessage]) -> ChatResult:
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            message = AIMessage(content=f"The sum is {last.content}.", usage_metadata=USAGE)
+        else:
+            human = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
+            a, b = (int(x) for x in str(human.content).split("+"))
+            message = tool_turn(a, b, call_id=f"call-{a}-{b}")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        time.sleep(random.uniform(0.0, 0.003))
+        return self._reply(messages)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        await asyncio.sleep(random.uniform(0.0, 0.003))
+        return self._reply(messages)
+
+
+def conversation_agent() -> Any:
+    return react_agent(ConversationModel(), [add])
+
+
+def question(i: int) -> dict[str, Any]:
+    return {"messages": [("user", f"{i}+{i + 1}")]}
+
+
+def by_trace(spans: Sequence[ReadableSpan]) -> dict[int, list[ReadableSpan]]:
+    grouped: dict[int, list[ReadableSpan]] = defaultdict(list)
+    for span in spans:
+        assert span.context is not None
+        grouped[span.context.trace_id].append(span)
+    return dict(grouped)
+
+
+def assert_one_tree_per_run(
+    spans: Sequence[ReadableSpan], runs: int, chats: int, tools: int
+) -> None:
+    """Every run is its own trace: one agent span, its chat and tool spans directly under it."""
+    traces = by_trace(spans)
+    assert len(traces) == runs, f"expected {runs} traces, got {len(traces)}"
+    for members in traces.values():
+        agents = [s for s in members if s.name == AGENT_SPAN]
+        assert len(agents) == 1, [s.name for s in members]
+        root = agents[0]
+        assert root.context is not None
+        run_id = (root.attributes or {})[semconv.RUN_ID]
+        children = [s for s in members if s is not root]
+        assert sum(s.name.startswith("chat") for s in children) == chats
+        assert sum(s.name.startswith("execute_tool") for s in children) == tools
+        for child in children:
+            assert child.parent is not None and child.parent.span_id == root.context.span_id
+            assert (child.attributes or {})[semconv.RUN_ID] == run_id
+
+
+class DetachErrors(logging.Handler):
+    """Collects what the ``opentelemetry.context`` logger says (e.g. "Failed to detach context")."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
