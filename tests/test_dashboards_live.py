@@ -1,18 +1,20 @@
 """Dashboards and alerts against a real Prometheus scraping the real plugin.
 
-The plugin (``OTelCallbackHandler`` + the SDK's ``PrometheusMetricReader``) serves /metrics;
-Prometheus scrapes it every second with a test copy of the rules whose windows and ``for:``
+``symfonic-otel demo --prometheus-port`` serves the plugin's /metrics (the reference loop, the
+real handler and the SDK's Prometheus reader), next to a low-volume tenant served by this test;
+Prometheus scrapes both every second with a test copy of the rules whose windows and ``for:``
 are shortened. Then every panel query of every dashboard (variables substituted) must return
 data, and the silent-bail alert must go pending or firing for the noisy tenant only.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import random
 import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +31,6 @@ from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
-    FabricationDetectedEvent,
     LLMEndEvent,
     ReactLoopEndEvent,
 )
@@ -38,12 +39,14 @@ from tests.prometheus_support import PrometheusServer, free_port, require_binary
 DASHBOARDS = Path(__file__).resolve().parent.parent / "dashboards"
 RULES = DASHBOARDS / "prometheus" / "symfonic-rules.yml"
 
-NOISY = "acme-noisy"
-STEADY = ("globex", "initech", "umbrella")
+# The demo's default tenants; `globex` is the one whose silent-bail rate is several times the rest.
+NOISY = "globex"
+STEADY = ("acme", "initech", "umbrella", "hooli")
 LOW_VOLUME = "tiny-co"  # every run a silent bail, but far below the volume guard
 TENANTS = (NOISY, *STEADY, LOW_VOLUME)
+DEMO_RATE = 25  # runs per second: ~5 per tenant, so a steady tenant's window holds ~200 runs
 
-WINDOW = "20s"  # replaces every range window of the rules
+WINDOW = "40s"  # replaces every range window of the rules
 FOR = "2s"  # replaces every `for:`
 SUBSTITUTIONS = {  # Grafana variables -> values for a direct Prometheus query
     "${datasource}": "",
@@ -57,146 +60,89 @@ SILENT_BAIL_ALERT = "SymfonicSilentBailRateHigh"
 pytestmark = pytest.mark.timeout(180)
 
 
-# --- traffic: the one place that produces metrics (swap for `symfonic-otel demo` later) --------
+# --- traffic: the demo, plus one low-volume tenant served next to it ---------------------------
 
 
 @contextlib.contextmanager
-def traffic(port: int, duration_s: float) -> Iterator[None]:
-    """Serve the plugin's /metrics on 127.0.0.1:``port`` while producing agent traffic.
+def demo_traffic(port: int, duration_s: float) -> Iterator[None]:
+    """``symfonic-otel demo`` serving /metrics on 127.0.0.1:``port`` while it produces traffic."""
+    command = [
+        sys.executable,
+        "-m",
+        "symfonic_otel",
+        "demo",
+        "--prometheus-port",
+        str(port),
+        "--duration",
+        str(duration_s),
+        "--rate",
+        str(DEMO_RATE),
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield
+        assert process.poll() is None, f"the demo stopped early: {process.stderr.read()[-2000:]}"
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
-    Traffic runs in the background for at most ``duration_s`` seconds or until the block exits.
+
+@contextlib.contextmanager
+def low_volume_target(port: int, duration_s: float) -> Iterator[None]:
+    """A second scrape target: one tenant whose every run bails, one run every 3 s.
+
+    Its bail rate is 100 %, far above the threshold, but its volume stays under the alert's
+    minimum-volume guard: it must never page.
     """
     registry = CollectorRegistry()
     reader = PrometheusMetricReader(registry=registry)
     meter_provider = MeterProvider(metric_readers=[reader])
     tracer_provider = TracerProvider()
-    handler = OTelCallbackHandler(
-        meter_provider=meter_provider, tracer_provider=tracer_provider, run_ttl_s=1.0
-    )
+    handler = OTelCallbackHandler(meter_provider=meter_provider, tracer_provider=tracer_provider)
     server, server_thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     stop = threading.Event()
-    worker = threading.Thread(
-        target=lambda: asyncio.run(_produce(handler, stop, duration_s)), daemon=True
-    )
+
+    def produce() -> None:
+        deadline = time.monotonic() + duration_s
+        index = 0
+        while not stop.is_set() and time.monotonic() < deadline:
+            run_id = f"{LOW_VOLUME}-{index}"
+            with tenant_scope(LOW_VOLUME):
+                handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
+            handler.llm_end(
+                LLMEndEvent(
+                    model="gpt-4o-mini",
+                    output="",
+                    usage={},
+                    run_id=run_id,
+                    node_name="react",
+                    duration_ms=300.0,
+                )
+            )
+            handler.react_loop_end(
+                ReactLoopEndEvent(run_id, 0, "NoneType", False, 0, "no_content_no_tool_calls")
+            )
+            handler.agent_end(AgentEndEvent(run_id, "", 400.0, 1))
+            index += 1
+            stop.wait(3.0)
+
+    worker = threading.Thread(target=produce, daemon=True)
     worker.start()
     try:
         yield
     finally:
         stop.set()
         worker.join(timeout=10)
-        handler.close_open_runs()
         server.shutdown()
         server_thread.join(timeout=5)
         meter_provider.shutdown()
         tracer_provider.shutdown()
-
-
-MODELS = ("gpt-4o-mini", "claude-sonnet-4-20250514", "qwen2.5-72b-instruct")  # the last: unpriced
-FABRICATION = (("observe", "observed"), ("revise", "revise_forced"), ("refuse", "refuse_replaced"))
-
-
-async def _produce(handler: OTelCallbackHandler, stop: threading.Event, duration_s: float) -> None:
-    rng = random.Random(7)
-    deadline = time.monotonic() + duration_s
-    counters = dict.fromkeys(TENANTS, 0)
-    tick = 0
-    while not stop.is_set() and time.monotonic() < deadline:
-        for tenant in (NOISY, *STEADY):
-            await _one_run(handler, tenant, counters[tenant], rng)
-            counters[tenant] += 1
-        if tick % 30 == 0:  # one run every 3 s: 100 % bails, a handful per window
-            await _one_run(handler, LOW_VOLUME, counters[LOW_VOLUME], rng)
-            counters[LOW_VOLUME] += 1
-        handler.expire_runs()
-        tick += 1
-        await asyncio.sleep(0.1)
-
-
-async def _one_run(handler: OTelCallbackHandler, tenant: str, i: int, rng: random.Random) -> None:
-    """One scripted run; the scenario mix is a function of the run's index ``i``."""
-    run_id = f"{tenant}-{i}"
-    bail_every = {NOISY: 3, LOW_VOLUME: 1}.get(tenant, 40)
-    bail = i % bail_every == 0
-    error = not bail and i % 23 == 5
-    orphan = not bail and tenant == "globex" and i % 13 == 4
-    model = MODELS[i % len(MODELS)]
-    calls = 1 + i % 3
-    with tenant_scope(tenant):
-        await handler.on_agent_start(AgentStartEvent(query="q", run_id=run_id))
-    for index in range(calls):
-        last = index == calls - 1
-        await handler.on_llm_end(
-            LLMEndEvent(
-                model=model,
-                output="" if last and bail else "text",
-                usage={"input_tokens": 300 + 50 * index, "output_tokens": rng.randint(5, 400)},
-                run_id=run_id,
-                node_name="react",
-                duration_ms=rng.uniform(150, 4000),
-                iteration_index=index,
-                outcome="error" if last and error else "completed",
-            )
-        )
-    final = "answer"
-    if bail:
-        tools = i % 2 == 1
-        await handler.on_react_loop_end(
-            ReactLoopEndEvent(
-                run_id=run_id,
-                iteration_index=calls - 1,
-                content_type="list" if tools else "NoneType",
-                has_tool_calls=tools,
-                tool_call_count=1 if tools else 0,
-                termination_reason="tool_calls_with_no_text"
-                if tools
-                else "no_content_no_tool_calls",
-            )
-        )
-        synthesis = 0 if tenant == LOW_VOLUME else (i // bail_every) % 3  # 0: synthesis off
-        final = ""
-        if synthesis:
-            recovered = synthesis == 1
-            final = "recovered" if recovered else ""
-            await handler.on_llm_end(
-                LLMEndEvent(
-                    model="gpt-4o-mini",
-                    output=final,
-                    usage={"input_tokens": 900, "output_tokens": 120 if recovered else 0},
-                    run_id=run_id,
-                    node_name="react_synthesize_fallback",
-                    duration_ms=rng.uniform(300, 2500),
-                    iteration_index=calls,
-                )
-            )
-    if not bail and i % 7 == 3:
-        mode, action = FABRICATION[(i // 7) % 3]
-        confidence = round(rng.uniform(0.35, 0.99), 2)
-        await handler.on_fabrication_detected(
-            FabricationDetectedEvent(
-                run_id=run_id,
-                mode=mode,  # type: ignore[arg-type]
-                action_taken=action,  # type: ignore[arg-type]
-                findings=[{"kind": "unsupported_number", "claim": "42", "confidence": confidence}],
-                refuse_threshold=0.8,
-                max_finding_confidence=confidence,
-                original_draft_preview="draft",
-                replacement_preview="I can't verify that." if mode == "refuse" else None,
-                preview_truncated=False,
-            )
-        )
-    if orphan:
-        return  # never ends: the handler closes it as abandoned after its TTL
-    outcome = "error" if error else ("cancelled" if i % 29 == 7 else "completed")
-    end = AgentEndEvent(
-        run_id=run_id,
-        final_response=None if error else final,
-        duration_ms=rng.uniform(500, 9000),
-        node_count=calls,
-        outcome=outcome,  # type: ignore[arg-type]
-    )
-    await handler.on_agent_end(end)
-    if i % 17 == 2:
-        await handler.on_agent_end(end)  # a duplicate end: dropped and counted
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -254,15 +200,17 @@ def test_every_panel_query_returns_data_and_silent_bail_alert_fires_for_noisy_te
     queries = dashboard_queries()
     assert len(queries) > 30
 
-    port = free_port()
+    demo_port, low_volume_port = free_port(), free_port()
+    targets = [f"127.0.0.1:{demo_port}", f"127.0.0.1:{low_volume_port}"]
     with (
-        traffic(port, duration_s=90.0),
+        demo_traffic(demo_port, duration_s=120.0),
+        low_volume_target(low_volume_port, duration_s=120.0),
         PrometheusServer(
-            tmp_path / "prometheus", scrape_targets=[f"127.0.0.1:{port}"], rule_files=[rules]
+            tmp_path / "prometheus", scrape_targets=targets, rule_files=[rules]
         ) as prom,
     ):
         # The scrape works and the rules loaded.
-        assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=15), prom.log_tail()
+        assert prom.wait_for(lambda: len(prom.query("up == 1")) == 2, timeout_s=30), prom.log_tail()
         loaded = {rule["name"] for group in prom.rules() for rule in group["rules"]}
         assert SILENT_BAIL_ALERT in loaded
 

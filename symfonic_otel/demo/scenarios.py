@@ -242,22 +242,22 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("qwen_salvage", _qwen_salvage, 6, 4),
     Scenario(
         "loop_cut_synthesis_recovered",
-        lambda r, t: _loop_cut(r, t, synthesize=True, recovers=True), 1, 10,
+        lambda r, t: _loop_cut(r, t, synthesize=True, recovers=True), 0.5, 10,
     ),
     Scenario(
         "loop_cut_unrecovered",
         lambda r, t: _loop_cut(r, t, synthesize=False, recovers=False),
-        0.5,
+        0.25,
         12,
     ),
-    Scenario("iteration_cap", _iteration_cap, 0.5, 10),
+    Scenario("iteration_cap", _iteration_cap, 0.25, 10),
     Scenario(
         "empty_recovered",
-        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=True), 1, 8,
+        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=True), 0.5, 8,
     ),
     Scenario(
         "empty_unrecovered",
-        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=False), 0.5, 8,
+        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=False), 0.25, 8,
     ),
     Scenario("fabrication_observe", lambda r, t: _fabrication(r, t, mode="observe"), 4, 4),
     Scenario("fabrication_revise", lambda r, t: _fabrication(r, t, mode="revise"), 3, 3),
