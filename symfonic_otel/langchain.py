@@ -41,6 +41,7 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, TracerProvider
 
+from symfonic_otel.agent.flatten import content_type, flatten_content_blocks
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -132,29 +133,8 @@ class _MessageShape:
     tool_call_count: int
 
 
-def _content_text(content: object) -> str:
-    """str content as is; a block list -> its ``text`` blocks joined; anything else -> ""."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, Mapping) and block.get("type") == "text":
-                text = block.get("text")
-                if isinstance(text, str):
-                    parts.append(text)
-        return "".join(parts)
-    return ""
-
-
-def _content_type(content: object) -> ContentType:
-    if isinstance(content, str):
-        return "str"
-    if isinstance(content, list):
-        return "list"
-    return "NoneType"
+def _content_text_or_empty(content: object) -> str:
+    return flatten_content_blocks(content) or ""
 
 
 def _message_role(message: object) -> str:
@@ -196,7 +176,7 @@ def _query(inputs: object) -> str:
             if isinstance(message, str):
                 return message
             if _message_role(message).lower() in _HUMAN_ROLES:
-                return _content_text(_message_content(message))
+                return _content_text_or_empty(_message_content(message))
         return ""
     if isinstance(inputs, Mapping):
         for key in ("input", "query", "question"):
@@ -217,7 +197,7 @@ def _ai_shape(message: object) -> _MessageShape | None:
         else getattr(message, "tool_calls", None)
     )
     count = len(tool_calls) if isinstance(tool_calls, list | tuple) else 0
-    return _MessageShape(_content_text(content), _content_type(content), count)
+    return _MessageShape(_content_text_or_empty(content), content_type(content), count)
 
 
 def _final_message(outputs: object) -> tuple[_MessageShape | None, str | None]:
@@ -231,7 +211,7 @@ def _final_message(outputs: object) -> tuple[_MessageShape | None, str | None]:
         shape = _ai_shape(messages[-1])
         if shape is not None:
             return shape, shape.text
-        return None, _content_text(_message_content(messages[-1]))
+        return None, _content_text_or_empty(_message_content(messages[-1]))
     if isinstance(outputs, str):
         return None, outputs
     shape = _ai_shape(outputs)

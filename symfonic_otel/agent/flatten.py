@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["flatten_content_blocks", "message_text"]
+from symfonic_otel.events import ContentType
+
+__all__ = ["content_type", "flatten_content_blocks", "message_text"]
 
 
 def flatten_content_blocks(content: Any) -> str | None:
@@ -51,3 +53,12 @@ def message_text(message: Any) -> str | None:
         if isinstance(refusal, str) and refusal:
             return refusal
     return None
+
+
+def content_type(content: object) -> ContentType:
+    """The ``content_type`` a ``ReactLoopEndEvent`` reports: ``str``, ``list`` or ``NoneType``."""
+    if isinstance(content, str):
+        return "str"
+    if isinstance(content, list):
+        return "list"
+    return "NoneType"

@@ -46,6 +46,7 @@ from symfonic_otel.agent.fabrication import (
     heuristic_fabrication_detector,
     preview,
 )
+from symfonic_otel.agent.flatten import content_type as content_type_of
 from symfonic_otel.agent.flatten import flatten_content_blocks, message_text
 from symfonic_otel.agent.history import INTERRUPTED, NOT_RUN, repair_history
 from symfonic_otel.agent.response import AgentResponse
@@ -60,7 +61,6 @@ from symfonic_otel.agent.termination import Route, reported_stop_reason, tools_c
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
-    ContentType,
     FabricationAction,
     FabricationDetectedEvent,
     LLMEndEvent,
@@ -123,14 +123,6 @@ def _usage(message: AIMessage | None) -> dict[str, Any]:
         "output_tokens": usage.get("output_tokens", 0),
         "total_tokens": usage.get("total_tokens", 0),
     }
-
-
-def _content_type(content: object) -> ContentType:
-    if isinstance(content, str):
-        return "str"
-    if isinstance(content, list):
-        return "list"
-    return "NoneType"
 
 
 def _clip(text: str) -> str:
@@ -422,7 +414,7 @@ class ReactAgent:
     ) -> None:
         tool_call_count = len(message.tool_calls) + len(message.invalid_tool_calls)
         iteration_index = run.model_calls - 1
-        content_type = _content_type(message.content)
+        content_type = content_type_of(message.content)
         _logger.info(
             SILENT_BAIL_LOG_EVENT,
             iteration_index=iteration_index,
