@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -44,6 +45,7 @@ _MAX_NODES: Final = 32
 _MAX_PROVIDERS: Final = 32
 _MAX_FINDING_KINDS: Final = 16
 _ATTRS_CACHE_CAP: Final = 4096
+_MODEL_INFO_CAP: Final = 1024
 _EMPTY_CONTEXT: Final = Context()
 
 T = TypeVar("T")
@@ -169,7 +171,9 @@ class OTelCallbackHandler:
         self._tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(_SCOPE, __version__, meter_provider=meter_provider)
         self._instruments = Instruments.create(meter)
-        self._record = recorder_for(meter).record
+        recorder = recorder_for(meter)
+        self._record = recorder.record  # histograms: every value, applied at collection
+        self._add = recorder.add  # counters: summed per series, one SDK add per collection
         self._prices = PriceTable(pricing)
         self._runs = RunRegistry(float(run_ttl_s), max_open_runs)
         self._failures = FailureLog()
@@ -180,6 +184,10 @@ class OTelCallbackHandler:
         self._providers = BoundedLabels(_MAX_PROVIDERS, semconv.OTHER_VALUE, _label_text)
         self._attrs_cache: dict[tuple[object, ...], dict[str, Any]] = {}
         self._agent_attrs = {semconv.GEN_AI_AGENT_NAME: self.agent_name}
+        self._agent_span_name = semconv.agent_span_name(self.agent_name)
+        # Per raw model name: its label, inferred provider, price and span name, so an LLM call
+        # does no regex matching, price lookup or formatting for a model seen before.
+        self._model_info: dict[str, _ModelInfo] = {}
 
     # --- async callbacks (the duck-typed Symfonic handler protocol) ----------------------------
 
@@ -317,8 +325,8 @@ class OTelCallbackHandler:
 
     def _drop(self, event_kind: str, reason: str) -> None:
         try:
-            self._record(
-                self._instruments.dropped_events.add,
+            self._add(
+                self._instruments.dropped_events,
                 1,
                 self._cached(
                     ("drop", event_kind, reason),
@@ -374,7 +382,7 @@ class OTelCallbackHandler:
             if truncated:
                 attributes[semconv.CONTENT_TRUNCATED] = True
         span = self._tracer.start_span(
-            semconv.agent_span_name(self.agent_name),
+            self._agent_span_name,
             context=parent,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
@@ -392,7 +400,7 @@ class OTelCallbackHandler:
             span.end()
             self._drop("agent_start", "duplicate")
         else:
-            self._record(self._instruments.active_runs.add, 1, self._agent_attrs)
+            self._add(self._instruments.active_runs, 1, self._agent_attrs)
         for old in evicted:
             self._abandon(old)
 
@@ -407,15 +415,17 @@ class OTelCallbackHandler:
         final_response = _opt_text(event, "final_response")
         empty = _is_blank(final_response)
         span = run.span
-        span.set_attribute(semconv.RUN_OUTCOME, outcome)
-        span.set_attribute(semconv.RESPONSE_EMPTY, empty)
+        # One set_attributes: the span takes its lock and validates once, not per attribute.
+        attributes: dict[str, Any] = {semconv.RUN_OUTCOME: outcome, semconv.RESPONSE_EMPTY: empty}
         if self.capture_content and final_response:
             output, truncated = messages_json("assistant", final_response)
-            span.set_attribute(semconv.GEN_AI_OUTPUT_MESSAGES, output)
+            attributes[semconv.GEN_AI_OUTPUT_MESSAGES] = output
             if truncated:
-                span.set_attribute(semconv.CONTENT_TRUNCATED, True)
+                attributes[semconv.CONTENT_TRUNCATED] = True
         if outcome == "error":
-            span.set_attribute(semconv.ERROR_TYPE, error_type or semconv.OTHER_VALUE)
+            attributes[semconv.ERROR_TYPE] = error_type or semconv.OTHER_VALUE
+        span.set_attributes(attributes)
+        if outcome == "error":
             span.set_status(Status(StatusCode.ERROR))
         span.end(end_time=end_time_ns)
 
@@ -432,8 +442,8 @@ class OTelCallbackHandler:
     ) -> None:
         tenant = run.tenant
         instruments = self._instruments
-        self._record(
-            instruments.agent_runs.add,
+        self._add(
+            instruments.agent_runs,
             1,
             self._cached(
                 ("runs", tenant, outcome, empty),
@@ -447,7 +457,7 @@ class OTelCallbackHandler:
                 ),
             ),
         )
-        self._record(instruments.active_runs.add, -1, self._agent_attrs)
+        self._add(instruments.active_runs, -1, self._agent_attrs)
         if duration_s is not None:
             self._record(
                 instruments.agent_duration.record,
@@ -475,7 +485,7 @@ class OTelCallbackHandler:
         run.span.set_attribute(semconv.RUN_OUTCOME, "abandoned")
         run.span.end()
         self._record_run_end(run, "abandoned", None, None)
-        self._record(self._instruments.orphaned_runs.add, 1, self._agent_attrs)
+        self._add(self._instruments.orphaned_runs, 1, self._agent_attrs)
 
     def _llm_end(
         self,
@@ -488,11 +498,16 @@ class OTelCallbackHandler:
         run_id = _text(event, "run_id")
         run = self._runs.get(run_id) if run_id else None
         raw_model = _text(event, "model")
-        model = self._models(raw_model) if raw_model else ""
+        info = self._model_info.get(raw_model)
+        if info is None:
+            info = self._describe_model(raw_model)
+        model = info.label
         raw_node = _text(event, "node_name")
         node = self._nodes(raw_node) if raw_node else ""
-        raw_provider = provider_hint or infer_provider(raw_model)
-        provider = self._providers(raw_provider) if raw_provider else None
+        if provider_hint:
+            provider: str | None = self._providers(provider_hint)
+        else:
+            provider = info.provider
         tenant = run.tenant if run is not None else self._resolve_tenant(None)
         iteration = _int(event, "iteration_index")
         failed = _text(event, "outcome", "completed") == "error" or error_type is not None
@@ -512,7 +527,7 @@ class OTelCallbackHandler:
                 end_time_ns = start_time_ns + int(duration_ms * 1_000_000)
 
         input_tokens, output_tokens = _usage(event)
-        price = self._prices.lookup(raw_model) if raw_model else None
+        price = info.price
         pricing_unknown = price is None or _flag(event, "pricing_unknown")
         cost = (
             None
@@ -555,7 +570,7 @@ class OTelCallbackHandler:
         if error_label:
             attributes[semconv.ERROR_TYPE] = error_label
         span = self._tracer.start_span(
-            semconv.chat_span_name(raw_model),
+            info.span_name,
             context=run.context if run is not None else _EMPTY_CONTEXT,
             kind=SpanKind.CLIENT,
             attributes=attributes,
@@ -596,8 +611,8 @@ class OTelCallbackHandler:
                         partial(_with_token_type, op_attrs, token_type),
                     ),
                 )
-        self._record(
-            instruments.llm_cost.add,
+        self._add(
+            instruments.llm_cost,
             cost or 0.0,
             self._cached(
                 ("cost", tenant, model, node, pricing_unknown),
@@ -610,8 +625,8 @@ class OTelCallbackHandler:
             ),
         )
         if is_synthesis:
-            self._record(
-                instruments.synthesis_fallbacks.add,
+            self._add(
+                instruments.synthesis_fallbacks,
                 1,
                 self._cached(
                     ("synthesis", tenant, model, recovered),
@@ -623,14 +638,27 @@ class OTelCallbackHandler:
                 ),
             )
 
+    def _describe_model(self, raw_model: str) -> _ModelInfo:
+        raw_provider = infer_provider(raw_model)
+        info = _ModelInfo(
+            label=self._models(raw_model) if raw_model else "",
+            provider=self._providers(raw_provider) if raw_provider else None,
+            price=self._prices.lookup(raw_model) if raw_model else None,
+            span_name=semconv.chat_span_name(raw_model),
+        )
+        if len(self._model_info) >= _MODEL_INFO_CAP:  # bounded even when names never repeat
+            self._model_info.clear()
+        self._model_info[raw_model] = info
+        return info
+
     def _react_loop_end(self, event: Any) -> None:
         run_id = _text(event, "run_id")
         run = self._runs.get(run_id) if run_id else None
         tenant = run.tenant if run is not None else self._resolve_tenant(None)
         reason = _choice(_text(event, "termination_reason"), _TERMINATION_REASONS)
         # The bail is counted whatever else is wrong with the event: it is what operators page on.
-        self._record(
-            self._instruments.silent_bails.add,
+        self._add(
+            self._instruments.silent_bails,
             1,
             self._cached(
                 ("bail", tenant, reason),
@@ -665,8 +693,8 @@ class OTelCallbackHandler:
         action = _choice(_text(event, "action_taken"), _FABRICATION_ACTIONS)
         confidence = min(_number(event, "max_finding_confidence") or 0.0, 1.0)
         instruments = self._instruments
-        self._record(
-            instruments.fabrication_detections.add,
+        self._add(
+            instruments.fabrication_detections,
             1,
             self._cached(
                 ("fab", tenant, mode, action),
@@ -717,6 +745,14 @@ class OTelCallbackHandler:
                 _flag(event, "preview_truncated") or draft_cut
             )
         run.span.add_event(semconv.EVENT_FABRICATION_DETECTED, attributes)
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelInfo:
+    label: str
+    provider: str | None
+    price: ModelPrice | None
+    span_name: str
 
 
 def _label_text(raw: object) -> str:

@@ -8,6 +8,14 @@ of every collection, before the SDK reads its aggregations, so nothing queued is
 
 The queue is bounded: past ``cap`` pending measurements the oldest is applied inline, so memory
 stays flat even when no reader ever collects, and nothing is dropped.
+
+Counter and up-down-counter increments are not queued but summed per series (instrument and
+attribute set) and applied as one ``add`` per series per collection. A sum's exported value only
+depends on the total of the increments applied before the SDK reads its aggregations, and the
+hook drains before every read: cumulative totals and delta increments per interval come out the
+same, and shutdown / ``force_flush`` (which collect) lose nothing. It removes most of the SDK's
+per-measurement cost (attribute cleaning and hashing) for counters; histograms need every value
+and stay queued.
 """
 
 from __future__ import annotations
@@ -16,24 +24,68 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 Apply = Callable[[float, Mapping[str, Any]], None]
 _HOOK_NAME: Final = "symfonic.telemetry.collection_hook"
 DEFAULT_CAP: Final = 16_384
+# Distinct counter series summed between collections. Attribute sets are cached and bounded by
+# the handler, so this is only reached when no reader ever collects; past it an increment is
+# applied inline rather than growing the map.
+DEFAULT_SERIES_CAP: Final = 8_192
+
+
+class Adder(Protocol):
+    """A counter or up-down counter: anything with the SDK's ``add(amount, attributes)``."""
+
+    def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None: ...
+
+
+class _Sum:
+    """The pending total of one counter series (holds its attributes, so their id stays valid)."""
+
+    __slots__ = ("attributes", "counter", "total")
+
+    def __init__(self, counter: Adder, attributes: Mapping[str, Any], total: float) -> None:
+        self.counter = counter
+        self.attributes = attributes
+        self.total = total
 
 
 class DeferredRecorder:
     """Queues measurements; drains them into the SDK at collection time (or when full)."""
 
-    __slots__ = ("__weakref__", "_cap", "_queue", "failed")
+    __slots__ = ("__weakref__", "_cap", "_lock", "_queue", "_series_cap", "_sums", "failed")
 
-    def __init__(self, cap: int = DEFAULT_CAP) -> None:
+    def __init__(self, cap: int = DEFAULT_CAP, series_cap: int = DEFAULT_SERIES_CAP) -> None:
         self._cap = cap
+        self._series_cap = series_cap
         self.failed = 0
         self._queue: deque[tuple[Apply, float, Mapping[str, Any]]] = deque()
+        # Keyed by identity: the handler reuses one cached dict per attribute set, so identity
+        # is a cheap exact key (the entry holds the dict, so its id cannot be reused meanwhile).
+        self._sums: dict[tuple[int, int], _Sum] = {}
+        # Guards the read-modify-write of a sum and the swap at drain; never held during an SDK
+        # call.
+        self._lock = threading.Lock()
+
+    def add(self, counter: Adder, value: float, attributes: Mapping[str, Any]) -> None:
+        """Add ``value`` to the pending sum of the series (``counter``, ``attributes``)."""
+        key = (id(counter), id(attributes))
+        with self._lock:
+            pending = self._sums.get(key)
+            if pending is not None:
+                pending.total += value
+                return
+            if len(self._sums) < self._series_cap:
+                self._sums[key] = _Sum(counter, attributes, value)
+                return
+        try:  # no collection for a long time and many series: apply inline, lose nothing
+            counter.add(value, attributes)
+        except Exception:
+            self.failed += 1
 
     def record(self, apply: Apply, value: float, attributes: Mapping[str, Any]) -> None:
         queue = self._queue
@@ -42,15 +94,24 @@ class DeferredRecorder:
             self._apply_one()
 
     def drain(self) -> int:
-        """Apply every queued measurement; returns how many were applied."""
+        """Apply every pending sum and queued measurement; returns how many SDK calls it made."""
+        with self._lock:
+            sums, self._sums = self._sums, {}
         applied = 0
+        for pending in sums.values():
+            try:
+                pending.counter.add(pending.total, pending.attributes)
+            except Exception:
+                self.failed += 1
+            applied += 1
         while self._apply_one():
             applied += 1
         return applied
 
     @property
     def pending(self) -> int:
-        return len(self._queue)
+        """Queued measurements plus counter series with a pending sum."""
+        return len(self._queue) + len(self._sums)
 
     def _apply_one(self) -> bool:
         try:

@@ -56,3 +56,129 @@ def test_collection_applies_everything_queued(telemetry: InMemoryTelemetry) -> N
     assert telemetry.value("symfonic.agent.runs", {"gen_ai.agent.name": "a"}) == 10
     assert telemetry.value("symfonic.agent.runs", {"gen_ai.agent.name": "b"}) == 10
     assert recorder_for(meter).pending == 0
+
+
+# --- counters are summed per series and applied once per collection ---------------------------
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, Mapping[str, Any]]] = []
+
+    def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None:
+        self.calls.append((amount, attributes or {}))
+
+
+def test_counter_increments_are_summed_per_series_and_applied_once() -> None:
+    counter, other = _Counter(), _Counter()
+    a, b = {"k": "a"}, {"k": "b"}
+    recorder = DeferredRecorder()
+    for _ in range(100):
+        recorder.add(counter, 1, a)
+        recorder.add(counter, 2, b)
+        recorder.add(other, 1, a)  # same attributes, other instrument: its own series
+    assert recorder.pending == 3
+    assert recorder.drain() == 3
+    assert sorted((v, dict(attrs)) for v, attrs in counter.calls) == [
+        (100, {"k": "a"}),
+        (200, {"k": "b"}),
+    ]
+    assert other.calls == [(100, {"k": "a"})]
+    assert recorder.pending == 0 and recorder.drain() == 0
+
+
+def test_counter_series_are_bounded_and_applied_inline_past_the_cap() -> None:
+    counter = _Counter()
+    recorder = DeferredRecorder(series_cap=2)
+    attribute_sets = [{"k": str(i)} for i in range(4)]
+    for attributes in attribute_sets:
+        recorder.add(counter, 1, attributes)
+    assert recorder.pending == 2
+    assert [dict(attrs) for _, attrs in counter.calls] == [{"k": "2"}, {"k": "3"}]
+    recorder.drain()
+    assert len(counter.calls) == 4
+
+
+def _delta_telemetry() -> tuple[Any, Any]:
+    from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider, UpDownCounter
+    from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
+
+    reader = InMemoryMetricReader(
+        preferred_temporality={
+            Counter: AggregationTemporality.DELTA,
+            UpDownCounter: AggregationTemporality.DELTA,
+            Histogram: AggregationTemporality.DELTA,
+        }
+    )
+    return reader, MeterProvider(metric_readers=[reader])
+
+
+def _runs_total(data: Any) -> float:
+    total = 0.0
+    if data is None:  # the SDK reports nothing for an interval without data points
+        return total
+    for resource_metrics in data.resource_metrics:
+        for scope in resource_metrics.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == "symfonic.agent.runs":
+                    total += sum(point.value for point in metric.data.data_points)
+    return total
+
+
+def test_summed_counters_are_correct_under_delta_temporality() -> None:
+    from symfonic_otel import OTelCallbackHandler
+
+    reader, provider = _delta_telemetry()
+    handler = OTelCallbackHandler(meter_provider=provider)
+    for batch, runs in enumerate((3, 5, 0, 2)):
+        for i in range(runs):
+            run_id = f"r{batch}-{i}"
+            handler.agent_start(AgentStartEvent("q", run_id))
+            handler.agent_end(AgentEndEvent(run_id, "x", 1.0, 1))
+        # Each collection reports exactly the runs of its own interval.
+        assert _runs_total(reader.get_metrics_data()) == runs
+    provider.shutdown()
+
+
+def test_cumulative_totals_span_collections(telemetry: InMemoryTelemetry) -> None:
+    handler = telemetry.handler()
+    for batch in range(3):
+        for i in range(4):
+            handler.agent_start(AgentStartEvent("q", f"r{batch}-{i}"))
+            handler.agent_end(AgentEndEvent(f"r{batch}-{i}", "x", 1.0, 1))
+        assert telemetry.value("symfonic.agent.runs") == 4 * (batch + 1)
+        assert telemetry.value("symfonic.agent.active_runs") == 0
+        assert telemetry.value("gen_ai.invoke_agent.duration") == 4 * (batch + 1)
+
+
+def test_nothing_pending_is_lost_at_shutdown() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import (
+        MetricExporter,
+        MetricExportResult,
+        PeriodicExportingMetricReader,
+    )
+
+    from symfonic_otel import OTelCallbackHandler
+
+    exported: list[float] = []
+
+    class Capture(MetricExporter):
+        def export(self, metrics_data: Any, timeout_millis: float = 0, **kw: Any) -> Any:
+            exported.append(_runs_total(metrics_data))
+            return MetricExportResult.SUCCESS
+
+        def force_flush(self, timeout_millis: float = 0) -> bool:
+            return True
+
+        def shutdown(self, timeout_millis: float = 0, **kw: Any) -> None:
+            return None
+
+    reader = PeriodicExportingMetricReader(Capture(), export_interval_millis=3_600_000)
+    provider = MeterProvider(metric_readers=[reader])
+    handler = OTelCallbackHandler(meter_provider=provider)
+    for i in range(7):
+        handler.agent_start(AgentStartEvent("q", f"r{i}"))
+        handler.agent_end(AgentEndEvent(f"r{i}", "x", 1.0, 1))
+    provider.shutdown()  # the final collection drains the pending sums first
+    assert exported and exported[-1] == 7

@@ -1,0 +1,599 @@
+"""Overhead benchmark of symfonic-otel against a bare-span floor and the peers.
+
+    python benchmarks/run.py            # full run (a few minutes)
+    python benchmarks/run.py --quick    # smoke run (well under a minute)
+    python benchmarks/run.py --profile  # cProfile of the hot paths instead of the benchmark
+
+Method: all subjects live in one process and are measured in small interleaved slices (the
+subject order is shuffled every round), each slice next to the uninstrumented baseline of the
+same round, so drift (CPU frequency, GC, the span processor's thread) hits every subject alike.
+"Added" is the median over rounds of (subject - baseline) per turn. After each slice a metric
+collection runs outside the timed region and is timed on its own: the cost of measurements
+deferred to collection time is reported as "deferred", so nothing is hidden by deferral.
+The peers (OpenLLMetry, OpenInference) are measured when installed (``pip install -e .[bench]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import os
+import pstats
+import random
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from workloads import (
+    BASELINE,
+    FLOOR,
+    OPENLLMETRY,
+    OURS,
+    SETUP_DESCRIPTION,
+    TOOLS,
+    WORKLOADS,
+    CyclingChatModel,
+    Sdk,
+    Subject,
+    langchain_subjects,
+    langgraph_agent,
+    next_run_id,
+)
+
+from symfonic_otel import OTelCallbackHandler
+from symfonic_otel.agent import ReactAgent
+from symfonic_otel.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    FabricationDetectedEvent,
+    LLMEndEvent,
+    ReactLoopEndEvent,
+)
+
+Slice = Callable[[int], None]
+
+
+@dataclass
+class Timing:
+    """Per-round µs per turn of one subject: the timed slice and the collection after it."""
+
+    turn: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+    collect: list[float] = field(default_factory=list)
+
+
+def interleave(
+    slices: dict[str, Slice],
+    collects: dict[str, Callable[[], None]],
+    *,
+    rounds: int,
+    per_slice: int,
+) -> dict[str, Timing]:
+    timings = {name: Timing() for name in slices}
+    names = list(slices)
+    for round_index in range(rounds + 1):  # round 0 warms up and is discarded
+        random.shuffle(names)
+        for name in names:
+            start, wall_start = time.process_time(), time.perf_counter()
+            slices[name](per_slice)
+            elapsed, wall = time.process_time() - start, time.perf_counter() - wall_start
+            collect_start = time.process_time()
+            collects[name]()
+            collect_elapsed = time.process_time() - collect_start
+            if round_index:
+                timings[name].turn.append(elapsed / per_slice * 1e6)
+                timings[name].wall.append(wall / per_slice * 1e6)
+                timings[name].collect.append(collect_elapsed / per_slice * 1e6)
+    return timings
+
+
+def _delta(subject: list[float], base: list[float]) -> float:
+    return statistics.median(s - b for s, b in zip(subject, base, strict=True))
+
+
+def added(timings: dict[str, Timing], name: str, baseline: str) -> tuple[float, float, float]:
+    """(CPU µs, deferred CPU µs, wall µs) per turn above ``baseline``: medians of per-round
+    deltas. CPU time of the whole process (every thread: the span processor's too) is the
+    primary measure because it is not inflated by other processes on a busy machine; wall time
+    is shown too, as it also counts waits such as langchain-core's thread-pool hops."""
+    subject, base = timings[name], timings[baseline]
+    return (
+        _delta(subject.turn, base.turn),
+        max(_delta(subject.collect, base.collect), 0.0),
+        _delta(subject.wall, base.wall),
+    )
+
+
+@dataclass
+class Row:
+    section: str
+    mode: str
+    subject: str
+    spans: str
+    hot: float
+    deferred: float
+    wall: float
+    floor_ratio: float | None = None
+    peer_ratio: float | None = None
+
+
+def _ratio(value: float, reference: float | None) -> float | None:
+    return value / reference if reference and reference > 0 else None
+
+
+# --- 1. LangChain path ------------------------------------------------------------------------
+
+
+def _spans_per_turn(subject: Subject, build: Any, payload: Any, mode: str) -> int:
+    """Spans one turn produces for a subject, counted on a separate in-memory setup."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sdk = Sdk(provider, Sdk.realistic().meter_provider)
+    runnable = build(CyclingChatModel())
+    config = {"callbacks": subject.make(sdk)}
+    if mode == "invoke":
+        runnable.invoke(payload, config=config)
+    else:
+        asyncio.run(runnable.ainvoke(payload, config=config))
+    sdk.shutdown()
+    return len(exporter.get_finished_spans())
+
+
+def langchain_path(rounds: int, per_slice: int, loop: asyncio.AbstractEventLoop) -> list[Row]:
+    rows: list[Row] = []
+    for workload, (build, payload) in WORKLOADS.items():
+        subjects = langchain_subjects()
+        runnables = {s.name: build(CyclingChatModel()) for s in subjects}
+        for mode in ("invoke", "ainvoke"):
+            slices: dict[str, Slice] = {}
+            for subject in subjects:
+                runnable = runnables[subject.name]
+                config = {"callbacks": subject.callbacks}
+                if mode == "invoke":
+
+                    def run_sync(
+                        n: int, r: Any = runnable, c: Any = config, p: Any = payload
+                    ) -> None:
+                        for _ in range(n):
+                            r.invoke(p, config=c)
+
+                    slices[subject.name] = run_sync
+                else:
+
+                    async def many(n: int, r: Any, c: Any, p: Any) -> None:
+                        for _ in range(n):
+                            await r.ainvoke(p, config=c)
+
+                    def run_async(
+                        n: int, r: Any = runnable, c: Any = config, p: Any = payload
+                    ) -> None:
+                        loop.run_until_complete(many(n, r, c, p))
+
+                    slices[subject.name] = run_async
+            collects = {s.name: s.sdk.collect for s in subjects}
+            timings = interleave(slices, collects, rounds=rounds, per_slice=per_slice)
+            floor_hot = added(timings, FLOOR, BASELINE)[0]
+            peer_hot = added(timings, OPENLLMETRY, BASELINE)[0] if OPENLLMETRY in timings else None
+            base = timings[BASELINE]
+            rows.append(
+                Row(
+                    workload,
+                    mode,
+                    BASELINE,
+                    "0",
+                    statistics.median(base.turn),
+                    0.0,
+                    statistics.median(base.wall),
+                )
+            )
+            for subject in subjects[1:]:
+                hot, deferred, wall = added(timings, subject.name, BASELINE)
+                rows.append(
+                    Row(
+                        workload,
+                        mode,
+                        subject.name,
+                        str(_spans_per_turn(subject, build, payload, mode)),
+                        hot,
+                        deferred,
+                        wall,
+                        _ratio(hot + deferred, floor_hot),
+                        _ratio(hot + deferred, peer_hot),
+                    )
+                )
+        for subject in subjects:
+            subject.sdk.shutdown()
+    return rows
+
+
+# --- 2. events path ---------------------------------------------------------------------------
+
+_STARTED_AT = "2025-06-01T12:00:00.000000+00:00"
+
+
+def _five_events(run_id: str) -> tuple[Any, ...]:
+    return (
+        AgentStartEvent(query="How did revenue grow?", run_id=run_id),
+        LLMEndEvent(
+            model="gpt-4o-mini",
+            output="",
+            usage={"input_tokens": 420, "output_tokens": 48},
+            run_id=run_id,
+            node_name="react",
+            duration_ms=850.0,
+            started_at_utc=_STARTED_AT,
+            iteration_index=0,
+        ),
+        ReactLoopEndEvent(
+            run_id=run_id,
+            iteration_index=0,
+            content_type="str",
+            has_tool_calls=True,
+            tool_call_count=1,
+            termination_reason="tool_calls_with_no_text",
+        ),
+        FabricationDetectedEvent(
+            run_id=run_id,
+            mode="observe",
+            action_taken="observed",
+            findings=[{"kind": "unsupported_number", "claim": "42%", "confidence": 0.7}],
+            refuse_threshold=0.8,
+            max_finding_confidence=0.7,
+            original_draft_preview="",
+            replacement_preview=None,
+            preview_truncated=False,
+        ),
+        AgentEndEvent(run_id=run_id, final_response="", duration_ms=900.0, node_count=2),
+    )
+
+
+def _events_slices(ours: OTelCallbackHandler, floor_sdk: Sdk) -> dict[str, Slice]:
+    tracer = floor_sdk.tracer_provider.get_tracer("floor")
+    from opentelemetry import trace
+
+    def none(n: int) -> None:
+        for _ in range(n):
+            _five_events(next_run_id())
+
+    def floor(n: int) -> None:
+        for _ in range(n):
+            _five_events(next_run_id())
+            run = tracer.start_span("run")
+            tracer.start_span("chat", context=trace.set_span_in_context(run)).end()
+            run.end()
+
+    def symfonic(n: int) -> None:
+        handler = ours
+        for _ in range(n):
+            start, llm, loop_end, fabrication, end = _five_events(next_run_id())
+            handler.agent_start(start)
+            handler.llm_end(llm)
+            handler.react_loop_end(loop_end)
+            handler.fabrication_detected(fabrication)
+            handler.agent_end(end)
+
+    return {BASELINE: none, "floor: 2 bare spans": floor, "OTelCallbackHandler": symfonic}
+
+
+def events_path(rounds: int, per_slice: int) -> list[Row]:
+    sdks = {name: Sdk.realistic() for name in (BASELINE, "floor: 2 bare spans", "ours")}
+    ours = OTelCallbackHandler(
+        tracer_provider=sdks["ours"].tracer_provider, meter_provider=sdks["ours"].meter_provider
+    )
+    slices = _events_slices(ours, sdks["floor: 2 bare spans"])
+    collects = {
+        BASELINE: sdks[BASELINE].collect,
+        "floor: 2 bare spans": sdks["floor: 2 bare spans"].collect,
+        "OTelCallbackHandler": sdks["ours"].collect,
+    }
+    timings = interleave(slices, collects, rounds=rounds, per_slice=per_slice)
+    floor_hot = added(timings, "floor: 2 bare spans", BASELINE)[0]
+    base = timings[BASELINE]
+    rows = [
+        Row(
+            "5 events of one run",
+            "sync",
+            "events only",
+            "0",
+            statistics.median(base.turn),
+            0.0,
+            statistics.median(base.wall),
+        )
+    ]
+    for name, spans in (("floor: 2 bare spans", "2"), ("OTelCallbackHandler", "2")):
+        hot, deferred, wall = added(timings, name, BASELINE)
+        rows.append(
+            Row(
+                "5 events of one run",
+                "sync",
+                name,
+                spans,
+                hot,
+                deferred,
+                wall,
+                _ratio(hot + deferred, floor_hot),
+            )
+        )
+    for sdk in sdks.values():
+        sdk.shutdown()
+    return rows
+
+
+# --- 3. reference loop vs LangGraph's prebuilt agent ------------------------------------------
+
+
+def loop_overhead(rounds: int, per_slice: int, loop: asyncio.AbstractEventLoop) -> list[Row]:
+    """Per-turn time minus the model and tool work (3 zero-latency model calls, 2 tool calls)."""
+    work_model = CyclingChatModel()
+    bound = work_model.bind_tools(list(TOOLS))
+    tools = {t.name: t for t in TOOLS}
+    reference = ReactAgent(CyclingChatModel(), list(TOOLS))
+    graph = langgraph_agent(CyclingChatModel())
+    payload = {"messages": [("user", "How did revenue grow?")]}
+    from langchain_core.messages import HumanMessage
+
+    async def work(n: int) -> None:
+        for _ in range(n):
+            messages: list[Any] = [HumanMessage("How did revenue grow?")]
+            for _ in range(3):
+                answer = await bound.ainvoke(messages)
+                messages.append(answer)
+                for call in answer.tool_calls:
+                    result = await tools[call["name"]].ainvoke({**call, "type": "tool_call"})
+                    messages.append(result)
+
+    async def ref(n: int) -> None:
+        for _ in range(n):
+            await reference.run("How did revenue grow?")
+
+    async def lg(n: int) -> None:
+        for _ in range(n):
+            await graph.ainvoke(payload)
+
+    slices: dict[str, Slice] = {
+        "model + tool work only": lambda n: loop.run_until_complete(work(n)),
+        "reference ReactAgent": lambda n: loop.run_until_complete(ref(n)),
+        "LangGraph prebuilt agent": lambda n: loop.run_until_complete(lg(n)),
+    }
+    timings = interleave(
+        slices, dict.fromkeys(slices, lambda: None), rounds=rounds, per_slice=per_slice
+    )
+    base = "model + tool work only"
+    lg_hot = added(timings, "LangGraph prebuilt agent", base)[0]
+    rows = [
+        Row(
+            "agent loop overhead",
+            "ainvoke",
+            base,
+            "-",
+            statistics.median(timings[base].turn),
+            0.0,
+            statistics.median(timings[base].wall),
+        )
+    ]
+    for name in ("LangGraph prebuilt agent", "reference ReactAgent"):
+        hot, _, wall = added(timings, name, base)
+        rows.append(
+            Row(
+                "agent loop overhead",
+                "ainvoke",
+                name,
+                "-",
+                hot,
+                0.0,
+                wall,
+                None,
+                _ratio(hot, lg_hot),
+            )
+        )
+    return rows
+
+
+# --- 4. memory --------------------------------------------------------------------------------
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # not Linux: peak RSS is the best the standard library offers
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _settle(sdk: Sdk) -> tuple[int, int]:
+    sdk.collect()
+    sdk.tracer_provider.force_flush()
+    gc.collect()
+    return _rss_bytes(), len(gc.get_objects())
+
+
+def memory(runs: int, langchain_runs: int, loop: asyncio.AbstractEventLoop) -> list[str]:
+    lines: list[str] = []
+    sdk = Sdk.realistic()
+    handler = OTelCallbackHandler(
+        tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider
+    )
+
+    def five(n: int) -> None:
+        for _ in range(n):
+            start, llm, loop_end, fabrication, end = _five_events(next_run_id())
+            handler.agent_start(start)
+            handler.llm_end(llm)
+            handler.react_loop_end(loop_end)
+            handler.fabrication_detected(fabrication)
+            handler.agent_end(end)
+
+    five(5_000)  # warm caches, label sets, SDK series and the processor's queue
+    rss0, objects0 = _settle(sdk)
+    five(runs)
+    rss1, objects1 = _settle(sdk)
+    lines.append(
+        f"events path, {runs:,} runs: RSS growth {(rss1 - rss0) / 2**20:+.2f} MB, "
+        f"retained objects {objects1 - objects0:+,} ({(objects1 - objects0) / runs:+.4f}/run), "
+        f"open runs after {handler.open_runs}"
+    )
+    sdk.shutdown()
+
+    for subject in langchain_subjects():
+        if subject.name != OURS:
+            subject.sdk.shutdown()
+            continue
+        runnable = WORKLOADS["ReAct turn (RunnableLambda)"][0](CyclingChatModel())
+        payload = WORKLOADS["ReAct turn (RunnableLambda)"][1]
+        config = {"callbacks": subject.callbacks}
+        for _ in range(1_000):
+            runnable.invoke(payload, config=config)
+        rss0, objects0 = _settle(subject.sdk)
+        for _ in range(langchain_runs):
+            runnable.invoke(payload, config=config)
+        rss1, objects1 = _settle(subject.sdk)
+        adapter: Any = subject.callbacks[0]
+        state = len(adapter._agents) + len(adapter._owner) + len(adapter._chats)
+        lines.append(
+            f"LangChain path, {langchain_runs:,} turns: RSS growth {(rss1 - rss0) / 2**20:+.2f} MB,"
+            f" retained objects {objects1 - objects0:+,} "
+            f"({(objects1 - objects0) / langchain_runs:+.4f}/turn), open runs after "
+            f"{adapter.handler.open_runs}, adapter run state entries {state}"
+        )
+        subject.sdk.shutdown()
+    return lines
+
+
+# --- output -----------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}x"
+
+
+def print_table(rows: list[Row]) -> None:
+    header = (
+        f"| {'section':<28} | {'mode':<7} | {'subject':<26} | {'spans':>5} | "
+        f"{'added CPU µs':>12} | {'deferred µs':>11} | {'added wall µs':>13} | "
+        f"{'vs floor':>8} | {'vs peer':>8} |"
+    )
+    print(header)
+    print("|" + "|".join("-" * (len(cell) + 0) for cell in header.split("|")[1:-1]) + "|")
+    for row in rows:
+        base = row.subject in (BASELINE, "events only", "model + tool work only")
+        hot = f"({row.hot:,.0f})" if base else f"{row.hot:,.0f}"
+        wall = f"({row.wall:,.0f})" if base else f"{row.wall:,.0f}"
+        print(
+            f"| {row.section:<28} | {row.mode:<7} | {row.subject:<26} | {row.spans:>5} | "
+            f"{hot:>12} | {row.deferred:>11,.0f} | {wall:>13} | {_fmt(row.floor_ratio):>8} | "
+            f"{_fmt(row.peer_ratio):>8} |"
+        )
+
+
+def summary(rows: list[Row]) -> str:
+    parts: list[str] = []
+    for row in rows:
+        if row.subject == OURS:
+            text = f"{row.section.split(' ')[0]} {row.mode}: {_fmt(row.floor_ratio)} floor"
+            if row.peer_ratio is not None:
+                text += f", {_fmt(row.peer_ratio)} OpenLLMetry"
+            parts.append(text)
+        elif row.subject == "OTelCallbackHandler":
+            parts.append(f"events: {_fmt(row.floor_ratio)} floor")
+        elif row.subject == "reference ReactAgent":
+            parts.append(f"reference loop: {_fmt(row.peer_ratio)} LangGraph's overhead")
+    return "ratios (instrumentation incl. deferred metric work) - " + "; ".join(parts)
+
+
+# --- profile ----------------------------------------------------------------------------------
+
+
+def profile(turns: int) -> None:
+    """cProfile of our hot paths: the LangChain ReAct turn and the five events."""
+    for subject in langchain_subjects():
+        if subject.name != OURS:
+            subject.sdk.shutdown()
+            continue
+        runnable = WORKLOADS["ReAct turn (RunnableLambda)"][0](CyclingChatModel())
+        payload = WORKLOADS["ReAct turn (RunnableLambda)"][1]
+        config = {"callbacks": subject.callbacks}
+        for _ in range(200):
+            runnable.invoke(payload, config=config)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(turns):
+            runnable.invoke(payload, config=config)
+        subject.sdk.collect()
+        profiler.disable()
+        print(f"== LangChain ReAct turn x{turns} with {OURS} (incl. one collection) ==")
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"symfonic_otel|sdk", 35)
+        subject.sdk.shutdown()
+    sdk = Sdk.realistic()
+    handler = OTelCallbackHandler(
+        tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider
+    )
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(turns):
+        start, llm, loop_end, fabrication, end = _five_events(next_run_id())
+        handler.agent_start(start)
+        handler.llm_end(llm)
+        handler.react_loop_end(loop_end)
+        handler.fabrication_detected(fabrication)
+        handler.agent_end(end)
+    sdk.collect()
+    profiler.disable()
+    print(f"== five events x{turns} through OTelCallbackHandler (incl. one collection) ==")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    sdk.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
+    parser.add_argument("--profile", action="store_true", help="cProfile the hot paths")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    random.seed(args.seed)
+    if args.profile:
+        profile(2_000)
+        return 0
+    rounds, per_slice = (6, 10) if args.quick else (12, 10)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    print(f"SDK setup for every subject: {SETUP_DESCRIPTION}")
+    print(
+        f"{rounds} interleaved rounds of {per_slice} turns per subject; "
+        f"python {sys.version.split()[0]}"
+    )
+    rows = langchain_path(rounds, per_slice, loop)
+    rows += events_path(rounds, per_slice * 10)
+    rows += loop_overhead(rounds, per_slice, loop)
+    print()
+    print_table(rows)
+    print(
+        "added CPU µs: median per-turn process CPU time above the baseline (in brackets: the "
+        "baseline itself); deferred µs: metric work done at collection time, per turn (CPU); "
+        "added wall µs: the same in wall time; vs floor / vs peer: (added + deferred CPU) / the "
+        "floor's added CPU, / OpenLLMetry's (loop rows: overhead / LangGraph's overhead)"
+    )
+    print()
+    for line in memory(10_000 if args.quick else 100_000, 2_000 if args.quick else 10_000, loop):
+        print(line)
+    print()
+    print(summary(rows))
+    loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
