@@ -579,8 +579,8 @@ class OTelCallbackHandler:
         if error_label:
             span.set_status(Status(StatusCode.ERROR))
         span.end(end_time=end_time_ns)
-        if run is None:
-            self._drop("llm_end", "unknown_run" if run_id else "no_run_id")
+        if run is None and run_id:  # no run id at all is a standalone call, not a lost event
+            self._drop("llm_end", "unknown_run")
 
         # Metrics.
         instruments = self._instruments

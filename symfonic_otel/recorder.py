@@ -20,6 +20,7 @@ and stay queued.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections import deque
@@ -127,13 +128,15 @@ class DeferredRecorder:
 
 _recorders: weakref.WeakKeyDictionary[Meter, DeferredRecorder] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+_hook_ids = itertools.count(1)
 
 
 def recorder_for(meter: Meter) -> DeferredRecorder:
     """The one recorder of ``meter``: handlers sharing a meter share its queue and its hook.
 
-    The SDK registers an observable instrument name once per meter, so a second hook would
-    never be called; one recorder per meter avoids that.
+    The SDK registers an observable instrument name once per meter and ignores the callbacks of
+    a second registration, so each hook gets a name of its own: meters that are distinct objects
+    but resolve to one SDK meter (the global proxy before a provider is set) still each drain.
     """
     with _lock:
         recorder = _recorders.get(meter)
@@ -150,7 +153,7 @@ def recorder_for(meter: Meter) -> DeferredRecorder:
                 return ()
 
             meter.create_observable_gauge(
-                _HOOK_NAME,
+                f"{_HOOK_NAME}.{next(_hook_ids)}",
                 callbacks=[collection_hook],
                 description="Applies queued measurements; reports nothing itself.",
             )

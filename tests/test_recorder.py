@@ -182,3 +182,38 @@ def test_nothing_pending_is_lost_at_shutdown() -> None:
         handler.agent_end(AgentEndEvent(f"r{i}", "x", 1.0, 1))
     provider.shutdown()  # the final collection drains the pending sums first
     assert exported and exported[-1] == 7
+
+
+def test_handlers_created_before_the_global_provider_still_drain() -> None:
+    """Two handlers on the global proxy meter, then a provider is set: both hooks drain."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        from opentelemetry import metrics
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from symfonic_otel import OTelCallbackHandler
+        from symfonic_otel.events import AgentEndEvent, AgentStartEvent
+
+        first, second = OTelCallbackHandler(agent_name="a"), OTelCallbackHandler(agent_name="b")
+        reader = InMemoryMetricReader()
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        for handler in (first, second):
+            handler.agent_start(AgentStartEvent("q", "r"))
+            handler.agent_end(AgentEndEvent("r", "x", 1.0, 1))
+        data = reader.get_metrics_data()
+        runs = {
+            dict(p.attributes)["gen_ai.agent.name"]: p.value
+            for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+            if m.name == "symfonic.agent.runs" for p in m.data.data_points
+        }
+        assert runs == {"a": 1, "b": 1}, runs
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
