@@ -98,7 +98,11 @@ def _quiet_logs() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
-        from symfonic_otel.demo import DemoOptions, run_demo
+        try:
+            from symfonic_otel.demo import DemoOptions, run_demo
+        except KeyboardInterrupt:  # Ctrl-C while the demo's modules load: nothing to flush yet
+            print("symfonic-otel: interrupted", file=sys.stderr)
+            return 130
 
         _quiet_logs()
         if args.tenants > 1000:

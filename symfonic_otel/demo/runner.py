@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 from dataclasses import dataclass
 from typing import TextIO
@@ -20,6 +21,8 @@ from symfonic_otel.setup import configure_telemetry
 __all__ = ["DemoOptions", "run_demo"]
 
 EXIT_INTERRUPTED = 130
+FLUSH_TIMEOUT_MS = 10_000
+INTERRUPTED_FLUSH_TIMEOUT_MS = 2_000
 # Runs that "lost their worker" are closed as abandoned after this long, so the orphan counter
 # moves while the demo is still serving metrics.
 DEMO_RUN_TTL_S = 5.0
@@ -37,18 +40,34 @@ class DemoOptions:
     concurrency: int = 32
 
     def __post_init__(self) -> None:
-        if self.runs < 1:
-            raise ValueError(f"--runs must be at least 1, got {self.runs}")
-        if not 1 <= self.tenants <= 1000:
-            raise ValueError(f"--tenants must be between 1 and 1000, got {self.tenants}")
-        if self.prometheus_port is not None and not 0 <= self.prometheus_port <= 65535:
-            raise ValueError(f"--prometheus-port must be in 0..65535, got {self.prometheus_port}")
-        if self.duration_s is not None and not self.duration_s > 0:
-            raise ValueError(f"--duration must be positive seconds, got {self.duration_s}")
-        if not self.rate > 0:
-            raise ValueError(f"--rate must be positive, got {self.rate}")
-        if self.concurrency < 1:
-            raise ValueError(f"--concurrency must be at least 1, got {self.concurrency}")
+        _whole("--runs", self.runs, minimum=1)
+        _whole("--tenants", self.tenants, minimum=1, maximum=1000)
+        _whole("--seed", self.seed, minimum=None)
+        if self.prometheus_port is not None:
+            _whole("--prometheus-port", self.prometheus_port, minimum=0, maximum=65535)
+        if self.duration_s is not None:
+            _positive("--duration", self.duration_s)
+        _positive("--rate", self.rate)
+        _whole("--concurrency", self.concurrency, minimum=1)
+
+
+def _whole(flag: str, value: object, *, minimum: int | None, maximum: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{flag} must be a whole number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{flag} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{flag} must be at most {maximum}, got {value}")
+
+
+def _positive(flag: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{flag} must be a positive, finite number, got {value!r}")
 
 
 def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -78,38 +97,41 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
     names = tenants(options.tenants)
     runs = plan_runs(options.seed, names)
     interrupted = False
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn()
-        if options.duration_s is None
-        else TextColumn("{task.completed:.0f} runs"),
-        TimeElapsedColumn(),
-        console=progress_console,
-        transient=False,
-    ) as progress:
-        task = progress.add_task(
-            "agent runs", total=None if options.duration_s is not None else options.runs
-        )
+    # Ctrl-C may land anywhere from here on (warm-up included): always flush and summarise.
+    try:
+        with Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn()
+            if options.duration_s is None
+            else TextColumn("{task.completed:.0f} runs"),
+            TimeElapsedColumn(),
+            console=progress_console,
+            transient=False,
+        ) as progress:
+            task = progress.add_task(
+                "agent runs", total=None if options.duration_s is not None else options.runs
+            )
 
-        def done(run: PlannedRun) -> None:
-            progress.advance(task)
+            def done(run: PlannedRun) -> None:
+                progress.advance(task)
 
-        traffic = Traffic(handler, concurrency=options.concurrency, on_done=done)
-        sampler.run_id = _sample_run_id(options.seed, names)
-        asyncio.run(traffic.warm_up(plan_runs(options.seed + 1, names)))
-        try:
+            traffic = Traffic(handler, concurrency=options.concurrency, on_done=done)
+            sampler.run_id = _sample_run_id(options.seed, names)
+            asyncio.run(traffic.warm_up(plan_runs(options.seed + 1, names)))
             if options.duration_s is not None:
                 asyncio.run(traffic.run_for(runs, options.duration_s, options.rate))
             else:
                 asyncio.run(traffic.run_count(runs, options.runs))
-        except KeyboardInterrupt:
-            interrupted = True
+    except KeyboardInterrupt:
+        interrupted = True
     # Runs whose end never came (lost workers) are closed now, as at any shutdown.
     handler.close_open_runs()
-    telemetry.force_flush()
+    # After Ctrl-C the user is waiting: give a dead collector seconds, not the default ten.
+    timeout_ms = INTERRUPTED_FLUSH_TIMEOUT_MS if interrupted else FLUSH_TIMEOUT_MS
+    telemetry.force_flush(timeout_millis=timeout_ms)
     render_summary(console, reader.get_metrics_data(), sampler.spans, partial=interrupted)
-    telemetry.shutdown()
+    telemetry.shutdown(timeout_millis=timeout_ms)
     return EXIT_INTERRUPTED if interrupted else 0
 
 
