@@ -158,7 +158,7 @@ def sustained_load(runs: int) -> None:
           + ", ".join(f"{r:+.1f}" for r in readings) + " MB")
     print(f"  after the first checkpoint: {readings[-1] - readings[0]:+.1f} MB over the last "
           f"{done - step:,} runs ({(readings[-1] - readings[0]) * 1024 * 1024 / (done - step):.0f} "
-          "bytes a run): the growth is a one-off step, not a slope")
+          "bytes a run)")
     print(f"  retained afterwards: handler.open_runs={open_runs}, OpenRun objects={run_records}, "
           f"spans held={spans_held} (bound: queue {QUEUE_SIZE} + batches in the exporter)")
     print(f"  spans created {total_spans:,}; dropped and counted {dropped:,} "
