@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,26 +28,6 @@ from tests.langchain_support import (
 
 RUNS = 8
 RUNS_METRIC = semconv.AGENT_RUNS.name
-
-
-@pytest.fixture
-def detach_log() -> Iterator[DetachErrors]:
-    collector = DetachErrors()
-    logger = logging.getLogger("opentelemetry.context")
-    logger.addHandler(collector)
-    yield collector
-    logger.removeHandler(collector)
-    assert not collector.messages, collector.messages
-
-
-@pytest.fixture
-def lc(
-    telemetry: InMemoryTelemetry, detach_log: DetachErrors
-) -> Iterator[LangChainCallbackHandler]:
-    handler = LangChainCallbackHandler(handler=telemetry.handler())
-    yield handler
-    assert handler.tracked_runs == 0
-    assert handler.tracked_calls == 0
 
 
 def check_runs(telemetry: InMemoryTelemetry, runs: int = RUNS) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from typing import Any, cast
 from uuid import uuid4
 
@@ -23,7 +21,6 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import (
     AGENT_SPAN,
     USAGE,
-    DetachErrors,
     add,
     ask_human,
     assert_one_tree_per_run,
@@ -39,26 +36,6 @@ RUNS = semconv.AGENT_RUNS.name
 BAILS = semconv.SILENT_BAILS.name
 DURATION = semconv.CLIENT_OPERATION_DURATION.name
 TOKENS = semconv.CLIENT_TOKEN_USAGE.name
-
-
-@pytest.fixture
-def detach_log() -> Iterator[DetachErrors]:
-    collector = DetachErrors()
-    logger = logging.getLogger("opentelemetry.context")
-    logger.addHandler(collector)
-    yield collector
-    logger.removeHandler(collector)
-    assert not collector.messages, collector.messages
-
-
-@pytest.fixture
-def lc(
-    telemetry: InMemoryTelemetry, detach_log: DetachErrors
-) -> Iterator[LangChainCallbackHandler]:
-    handler = LangChainCallbackHandler(handler=telemetry.handler())
-    yield handler
-    assert handler.tracked_runs == 0, "adapter kept state for an ended run"
-    assert handler.tracked_calls == 0, "adapter kept state for ended child runs"
 
 
 def cfg(handler: LangChainCallbackHandler, **extra: Any) -> RunnableConfig:
