@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from event_scripts import T0_NS, bail_with_synthesis, replay
 from opentelemetry import trace
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from opentelemetry.trace import SpanKind, StatusCode
@@ -13,87 +14,16 @@ from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
-    FabricationDetectedEvent,
     LLMEndEvent,
-    ReactLoopEndEvent,
 )
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 RUN = "run-1"
-T0 = "2026-11-30T12:00:00.000000+00:00"
-T0_NS = 1_796_040_000 * 1_000_000_000
-T1 = "2026-11-30T12:00:01.500000"  # no zone: UTC
+QUERY = "What is our refund policy?"
 
 
 def _bail_with_synthesis_events() -> list[tuple[str, Any]]:
-    return [
-        ("on_agent_start", AgentStartEvent(query="What is our refund policy?", run_id=RUN)),
-        (
-            "on_llm_end",
-            LLMEndEvent(
-                model="gpt-4o",
-                output="",
-                usage={"input_tokens": 1200, "output_tokens": 30},
-                run_id=RUN,
-                node_name="react",
-                duration_ms=800.0,
-                started_at_utc=T0,
-                iteration_index=0,
-            ),
-        ),
-        (
-            "on_react_loop_end",
-            ReactLoopEndEvent(
-                run_id=RUN,
-                iteration_index=0,
-                content_type="list",
-                has_tool_calls=True,
-                tool_call_count=2,
-                termination_reason="tool_calls_with_no_text",
-            ),
-        ),
-        (
-            "on_llm_end",
-            LLMEndEvent(
-                model="gpt-4o",
-                output="Refunds are accepted within 30 days.",
-                usage={"prompt_tokens": 1000, "completion_tokens": 20},
-                run_id=RUN,
-                node_name="react_synthesize_fallback",
-                duration_ms=250.0,
-                started_at_utc=T1,
-                iteration_index=1,
-            ),
-        ),
-        (
-            "on_fabrication_detected",
-            FabricationDetectedEvent(
-                run_id=RUN,
-                mode="observe",
-                action_taken="observed",
-                findings=[{"kind": "unsupported_url", "claim": "see https://x.example"}],
-                refuse_threshold=0.8,
-                max_finding_confidence=0.65,
-                original_draft_preview="Refunds are accepted within 30 days.",
-                replacement_preview=None,
-                preview_truncated=False,
-            ),
-        ),
-        (
-            "on_agent_end",
-            AgentEndEvent(
-                run_id=RUN,
-                final_response="Refunds are accepted within 30 days.",
-                duration_ms=1500.0,
-                node_count=4,
-            ),
-        ),
-    ]
-
-
-async def _replay(handler: Any, events: list[tuple[str, Any]]) -> None:
-    for method, event in events:
-        await getattr(handler, method)(event)
+    return bail_with_synthesis(RUN, QUERY)
 
 
 async def test_span_tree_times_attributes_and_events(telemetry: InMemoryTelemetry) -> None:
@@ -103,7 +33,7 @@ async def test_span_tree_times_attributes_and_events(telemetry: InMemoryTelemetr
         await handler.on_agent_start(_bail_with_synthesis_events()[0][1])
     # Later events arrive with some unrelated span current: parenting must ignore it.
     with tracer.start_as_current_span("unrelated"):
-        await _replay(handler, _bail_with_synthesis_events()[1:])
+        await replay(handler, _bail_with_synthesis_events()[1:])
 
     run = telemetry.span("invoke_agent support")
     assert run.kind is SpanKind.INTERNAL
@@ -182,7 +112,7 @@ async def test_span_tree_times_attributes_and_events(telemetry: InMemoryTelemetr
 async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
     handler = telemetry.handler(agent_name="support")
     with tenant_scope("acme"):
-        await _replay(handler, _bail_with_synthesis_events())
+        await replay(handler, _bail_with_synthesis_events())
 
     runs = telemetry.points("symfonic.agent.runs")
     assert runs == [
@@ -299,7 +229,7 @@ async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
 async def test_units_match_the_names_module(telemetry: InMemoryTelemetry) -> None:
     handler = telemetry.handler()
     with tenant_scope("acme"):
-        await _replay(handler, _bail_with_synthesis_events())
+        await replay(handler, _bail_with_synthesis_events())
     await handler.on_agent_start(AgentStartEvent(query="q", run_id="orphan"))
     handler.close_open_runs()
     handler.llm_end(LLMEndEvent(model="x", output="", usage={}, run_id="nope"))

@@ -21,18 +21,12 @@ from typing import Any
 
 import pytest
 import structlog
+from event_scripts import RUN_DURATION_MS, T0_NS, T1_NS, bail_with_synthesis, replay
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from structlog.testing import CapturingLogger, capture_logs
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
-from symfonic_otel.events import (
-    AgentEndEvent,
-    AgentStartEvent,
-    FabricationDetectedEvent,
-    LLMEndEvent,
-    ReactLoopEndEvent,
-)
 from symfonic_otel.logs import FailureLog, add_trace_context
 from symfonic_otel.setup import Telemetry, configure_telemetry
 from tests.otlp_receiver import (
@@ -48,10 +42,6 @@ from tests.otlp_receiver import (
 SECRET = "s3cr3t-Token-0f-9a7"
 QUERY = "What is our refund policy for order 4711?"
 RUN = "run-otlp-1"
-T0 = "2026-11-30T12:00:00+00:00"
-T0_NS = 1_796_040_000 * 1_000_000_000
-T1 = "2026-11-30T12:00:01.500000"  # no zone: UTC
-T1_NS = T0_NS + 1_500_000_000
 
 
 # --- fixtures -------------------------------------------------------------------------------------
@@ -102,62 +92,7 @@ def _handler(telemetry: Telemetry, **kwargs: Any) -> OTelCallbackHandler:
 
 async def _scripted_run(handler: OTelCallbackHandler) -> None:
     """A silent bail recovered by synthesis, with a fabrication observation: every event kind."""
-    await handler.on_agent_start(AgentStartEvent(query=QUERY, run_id=RUN))
-    await handler.on_llm_end(
-        LLMEndEvent(
-            model="gpt-4o",
-            output="",
-            usage={"input_tokens": 1200, "output_tokens": 30},
-            run_id=RUN,
-            node_name="react",
-            duration_ms=800.0,
-            started_at_utc=T0,
-            iteration_index=0,
-        )
-    )
-    await handler.on_react_loop_end(
-        ReactLoopEndEvent(
-            run_id=RUN,
-            iteration_index=0,
-            content_type="list",
-            has_tool_calls=True,
-            tool_call_count=2,
-            termination_reason="tool_calls_with_no_text",
-        )
-    )
-    await handler.on_llm_end(
-        LLMEndEvent(
-            model="gpt-4o",
-            output="Refunds are accepted within 30 days.",
-            usage={"prompt_tokens": 1000, "completion_tokens": 20},
-            run_id=RUN,
-            node_name="react_synthesize_fallback",
-            duration_ms=250.0,
-            started_at_utc=T1,
-            iteration_index=1,
-        )
-    )
-    await handler.on_fabrication_detected(
-        FabricationDetectedEvent(
-            run_id=RUN,
-            mode="observe",
-            action_taken="observed",
-            findings=[{"kind": "unsupported_url", "claim": "see https://x.example"}],
-            refuse_threshold=0.8,
-            max_finding_confidence=0.65,
-            original_draft_preview="Refunds are accepted within 30 days.",
-            replacement_preview=None,
-            preview_truncated=False,
-        )
-    )
-    await handler.on_agent_end(
-        AgentEndEvent(
-            run_id=RUN,
-            final_response="Refunds are accepted within 30 days.",
-            duration_ms=2100.0,
-            node_count=3,
-        )
-    )
+    await replay(handler, bail_with_synthesis(RUN, QUERY))
 
 
 def _one(items: list[Any], what: str) -> Any:
@@ -299,7 +234,7 @@ async def test_scripted_run_reaches_the_collector(otlp_env: OtlpReceiver) -> Non
         ("react_synthesize_fallback", "output", 20.0),
     ]
     agent_duration = _one(_points(receiver, semconv.AGENT_DURATION.name), "agent duration")
-    assert (agent_duration.unit, agent_duration.sum) == ("s", pytest.approx(2.1))
+    assert (agent_duration.unit, agent_duration.sum) == ("s", pytest.approx(RUN_DURATION_MS / 1000))
     detections = _one(_points(receiver, semconv.FABRICATION_DETECTIONS.name), "detection")
     assert detections.value == 1.0
     active = _one(_points(receiver, semconv.ACTIVE_RUNS.name), "active runs")
