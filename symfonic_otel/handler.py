@@ -538,7 +538,7 @@ class OTelCallbackHandler:
         output = _text(event, "output")
         recovered = is_synthesis and not failed and not _is_blank(output)
 
-        if run is not None and node != semconv.NODE_SYNTHESIZE_FALLBACK:
+        if run is not None and not is_synthesis:
             run.last_iteration = max(run.last_iteration, iteration)
 
         # Span: parented by run id only; an unknown run gets a root span, never the ambient one.
