@@ -7,6 +7,7 @@ events: any object with the same attribute names is accepted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,7 +28,49 @@ __all__ = [
     "ReactLoopEndEvent",
     "TerminationOutcome",
     "TerminationReason",
+    "TokenUsage",
 ]
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Token counts of one completion, read from a provider-shaped usage dict."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    pricing_unknown: bool = False
+
+    @classmethod
+    def from_usage(cls, usage: object, *, pricing_unknown: bool = False) -> TokenUsage:
+        """Accept LangChain's ``usage_metadata`` as well as OpenAI / Anthropic raw usage."""
+        if not isinstance(usage, Mapping):
+            return cls(pricing_unknown=pricing_unknown)
+        details = usage.get("input_token_details")
+        details = details if isinstance(details, Mapping) else {}
+        input_tokens = _count(usage, "input_tokens", "prompt_tokens")
+        output_tokens = _count(usage, "output_tokens", "completion_tokens")
+        total = _count(usage, "total_tokens") or input_tokens + output_tokens
+        return cls(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=total,
+            cache_read_tokens=_count(details, "cache_read")
+            or _count(usage, "cache_read_input_tokens"),
+            cache_creation_tokens=_count(details, "cache_creation")
+            or _count(usage, "cache_creation_input_tokens"),
+            pricing_unknown=pricing_unknown,
+        )
+
+
+def _count(source: Mapping[Any, Any], *keys: str) -> int:
+    for key in keys:
+        value = source.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return 0
 
 
 @dataclass(frozen=True)
@@ -47,6 +90,12 @@ class AgentEndEvent:
     duration_ms: float
     node_count: int | None
     outcome: TerminationOutcome = "completed"
+    # Extensions of this package (read duck-typed, so Symfonic's own events work without them).
+    stop_reason: str | None = None
+    """The run's exit: a normalised terminal stop reason, or ``loop_detected``,
+    ``recursion_limit``, ``interrupted``, ``error``."""
+    error_type: str | None = None
+    """The exception's type name when ``outcome`` is ``error``."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +113,16 @@ class LLMEndEvent:
     iteration_index: int = 0
     turn_index: int = 0
     outcome: TerminationOutcome = "completed"
+    # Extensions of this package (read duck-typed, so Symfonic's own events work without them).
+    stop_reason: str | None = None
+    """The provider's raw stop value for this completion (``stop``, ``tool_use``, ``STOP``...)."""
+    error_type: str | None = None
+    """The exception's type name when ``outcome`` is ``error``."""
+
+    @property
+    def typed_usage(self) -> TokenUsage:
+        """The raw ``usage`` dict as a ``TokenUsage`` (seed 003)."""
+        return TokenUsage.from_usage(self.usage, pricing_unknown=self.pricing_unknown)
 
 
 @dataclass(frozen=True)
