@@ -29,7 +29,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.langchain.extract import bounded, run_key
+from symfonic_otel.langchain.extract import run_key
 from symfonic_otel.langchain.runs import RunTree
 from symfonic_otel.langchain.translate import Translator
 from symfonic_otel.logs import FailureLog
@@ -277,13 +277,12 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             key = run_key(run_id)
             if key is None:
                 return
-            meta = _mapping(metadata)
             self._translate.start_tool(
                 key,
                 run_key(parent_run_id),
                 serialized,
                 kwargs,
-                bounded(meta.get("tenant_id")),
+                _mapping(metadata),
                 context.get_current(),
             )
         except Exception as exc:

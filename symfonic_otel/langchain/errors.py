@@ -78,7 +78,7 @@ def error_type(error: object, kind: ErrorKind) -> str | None:
     """The exception's type name, for endings whose outcome is ``error`` (else None)."""
     if outcome(kind) != "error" or error is None:
         return None
-    return type(error).__qualname__[:_MAX_TYPE_NAME]
+    return type(error).__name__[:_MAX_TYPE_NAME]
 
 
 def exit_reason(kind: ErrorKind) -> str | None:

@@ -28,16 +28,20 @@ from symfonic_otel.content import MAX_CONTENT_CHARS
 from symfonic_otel.events import ContentType
 
 __all__ = [
+    "NO_CALL_FIELDS",
     "AIShape",
+    "CallFields",
     "FinalOutput",
     "LLMOutput",
     "RunKey",
     "bounded",
+    "call_fields",
     "final_output",
     "llm_output",
     "model_name",
     "query",
     "run_key",
+    "tenant",
     "tool_call_id",
     "tool_name",
 ]
@@ -340,6 +344,28 @@ def llm_output(response: object) -> LLMOutput:
     return LLMOutput(text, shape, usage, stop)
 
 
+@dataclass(frozen=True, slots=True)
+class CallFields:
+    """What a model call's start callback says about it (all bounded)."""
+
+    model: str = ""
+    provider: str | None = None
+    node: str = ""
+    tenant: str | None = None
+
+
+NO_CALL_FIELDS: Final = CallFields()
+
+
+def call_fields(metadata: Mapping[str, Any], kwargs: Mapping[str, Any]) -> CallFields:
+    return CallFields(
+        model=model_name(metadata, kwargs),
+        provider=bounded(metadata.get("ls_provider")),
+        node=bounded(metadata.get("langgraph_node")) or "",
+        tenant=bounded(metadata.get("tenant_id")),
+    )
+
+
 def model_name(metadata: Mapping[str, Any], kwargs: Mapping[str, Any]) -> str:
     """``ls_model_name`` metadata, else the invocation params' ``model`` / ``model_name``."""
     name = bounded(metadata.get("ls_model_name"))
@@ -366,3 +392,8 @@ def tool_name(serialized: object, kwargs: Mapping[str, Any]) -> str:
 
 def tool_call_id(kwargs: Mapping[str, Any]) -> str | None:
     return bounded(kwargs.get("tool_call_id"))
+
+
+def tenant(metadata: Mapping[str, Any]) -> str | None:
+    """The run's ``metadata["tenant_id"]`` (the core sanitises and ranks it)."""
+    return bounded(metadata.get("tenant_id"))

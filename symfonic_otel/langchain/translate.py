@@ -30,15 +30,16 @@ from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain import errors
 from symfonic_otel.langchain.extract import (
     EMPTY_LLM_OUTPUT,
+    NO_CALL_FIELDS,
     UNKNOWN_OUTPUT,
     AIShape,
     LLMOutput,
     RunKey,
-    bounded,
+    call_fields,
     final_output,
     llm_output,
-    model_name,
     query,
+    tenant,
     tool_call_id,
     tool_name,
 )
@@ -88,7 +89,7 @@ class Translator:
             return
         self._core.agent_start(
             AgentStartEvent(query=self._read("query", query, inputs, ""), run_id=agent.run_id),
-            tenant_id=bounded(metadata.get("tenant_id")),
+            tenant_id=self._read("run_metadata", tenant, metadata, None),
         )
         agent.announced = True
         if not self._core.is_open(agent.run_id):  # refused (a redelivered start): keep nothing
@@ -198,14 +199,18 @@ class Translator:
         kwargs: Mapping[str, Any],
         current: Context,
     ) -> None:
+        started_ns = time.time_ns()
+        fields = self._read(
+            "call_metadata", lambda meta: call_fields(meta, kwargs), metadata, NO_CALL_FIELDS
+        )
         call = ChatCall(
             agent=None,
-            started_ns=time.time_ns(),
-            model=model_name(metadata, kwargs),
-            provider=bounded(metadata.get("ls_provider")),
-            node=bounded(metadata.get("langgraph_node")) or "",
+            started_ns=started_ns,
+            model=fields.model,
+            provider=fields.provider,
+            node=fields.node,
             iteration=0,
-            tenant=bounded(metadata.get("tenant_id")),
+            tenant=fields.tenant,
             parent=current,
         )
         self._tree.start_call(key, parent, call)
@@ -253,14 +258,14 @@ class Translator:
         parent: RunKey | None,
         serialized: object,
         kwargs: Mapping[str, Any],
-        tenant: str | None,
+        metadata: Mapping[str, Any],
         current: Context,
     ) -> None:
         claim = self._tree.claim_tool(key, parent)
         if claim is None:  # a duplicate start, or a run at its child cap
             return
-        name = tool_name(serialized, kwargs)
-        call_id = tool_call_id(kwargs)
+        name = self._read("tool_name", lambda ser: tool_name(ser, kwargs), serialized, "")
+        call_id = self._read("tool_call_id", tool_call_id, kwargs, None)
         span: Span | None
         if claim.agent is not None:
             span = self._core.start_tool(claim.agent.run_id, name, call_id=call_id)
@@ -270,7 +275,7 @@ class Translator:
                 "",
                 name,
                 call_id=call_id,
-                tenant_id=tenant,
+                tenant_id=self._read("tool_metadata", tenant, metadata, None),
                 parent=trace.set_span_in_context(under) if under is not None else current,
             )
         if not self._tree.attach_tool(key, claim, span) and span is not None:
