@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any, cast
+from uuid import uuid4
 
 import pytest
 from langchain_anthropic import ChatAnthropic
@@ -16,7 +17,7 @@ from langchain_core.output_parsers import JsonOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_openai import ChatOpenAI
-from langgraph.errors import GraphRecursionError
+from langgraph.errors import GraphInterrupt, GraphRecursionError
 
 from symfonic_otel import LangChainCallbackHandler
 from symfonic_otel.testing.scripted import ScriptedChatModel
@@ -208,3 +209,19 @@ def test_abandoned_stream_exit_is_interrupted(
         "interrupted",
         None,
     )
+
+
+def test_interrupt_reaching_the_top_level_is_an_interrupted_exit(
+    core: RecordingHandler, handler: LangChainCallbackHandler
+) -> None:
+    """A ``GraphInterrupt`` reaching the top-level run's error callback: paused, not failed."""
+    root = uuid4()
+    handler.on_chain_start({}, {"messages": [("user", "deploy?")]}, run_id=root)
+    handler.on_chain_error(GraphInterrupt(), run_id=root)
+    event, kwargs = core.agent_end_call()
+    assert (event.outcome, event.stop_reason, event.error_type) == (
+        "completed",
+        "interrupted",
+        None,
+    )
+    assert kwargs["answered"] is None
