@@ -462,7 +462,7 @@ def memory(runs: int, langchain_runs: int, loop: asyncio.AbstractEventLoop) -> l
             runnable.invoke(payload, config=config)
         rss1, objects1 = _settle(subject.sdk)
         adapter: Any = subject.callbacks[0]
-        state = len(adapter._agents) + len(adapter._owner) + len(adapter._chats)
+        state = adapter.tracked_runs + adapter.tracked_calls
         lines.append(
             f"LangChain path, {langchain_runs:,} turns: RSS growth {(rss1 - rss0) / 2**20:+.2f} MB,"
             f" retained objects {objects1 - objects0:+,} "

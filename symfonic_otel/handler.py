@@ -220,9 +220,15 @@ class OTelCallbackHandler:
         self._guard("agent_start", self._agent_start, event, tenant_id, parent, start_time_ns)
 
     def agent_end(
-        self, event: Any, *, error_type: str | None = None, end_time_ns: int | None = None
+        self,
+        event: Any,
+        *,
+        error_type: str | None = None,
+        end_time_ns: int | None = None,
+        answered: bool | None = None,
     ) -> None:
-        self._guard("agent_end", self._agent_end, event, error_type, end_time_ns)
+        """``answered``: the adapter's verdict (True: non-blank answer, False: blank)."""
+        self._guard("agent_end", self._agent_end, event, error_type, end_time_ns, answered)
 
     def llm_end(
         self,
@@ -232,9 +238,20 @@ class OTelCallbackHandler:
         start_time_ns: int | None = None,
         end_time_ns: int | None = None,
         error_type: str | None = None,
+        tenant_id: str | None = None,
+        parent: Context | None = None,
     ) -> None:
+        """``tenant_id`` / ``parent``: tenant and parent context of a call outside any run."""
         self._guard(
-            "llm_end", self._llm_end, event, provider, start_time_ns, end_time_ns, error_type
+            "llm_end",
+            self._llm_end,
+            event,
+            provider,
+            start_time_ns,
+            end_time_ns,
+            error_type,
+            tenant_id,
+            parent,
         )
 
     def react_loop_end(self, event: Any) -> None:
@@ -250,23 +267,29 @@ class OTelCallbackHandler:
         *,
         call_id: str | None = None,
         start_time_ns: int | None = None,
+        tenant_id: str | None = None,
+        parent: Context | None = None,
     ) -> Span | None:
-        """Start an ``execute_tool {name}`` span under the run; None when the run is unknown."""
+        """Start an ``execute_tool {name}`` span under the run; None when the run is unknown.
+
+        ``run_id=""``: a standalone tool call, under ``parent`` with tenant ``tenant_id``.
+        """
         try:
-            run = self._runs.get(run_id)
-            if run is None:
+            run = self._runs.get(run_id) if run_id else None
+            if run is None and run_id:
                 return None
             attributes: dict[str, Any] = {
                 semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
                 semconv.GEN_AI_TOOL_NAME: tool_name,
-                semconv.TENANT_ID: run.tenant,
-                semconv.RUN_ID: run.run_id,
+                semconv.TENANT_ID: run.tenant if run else self._resolve_tenant(tenant_id),
             }
+            if run is not None:
+                attributes[semconv.RUN_ID] = run.run_id
             if call_id:
                 attributes[semconv.GEN_AI_TOOL_CALL_ID] = call_id
             return self._tracer.start_span(
                 semconv.tool_span_name(tool_name),
-                context=run.context,
+                context=run.context if run is not None else (parent or _EMPTY_CONTEXT),
                 kind=SpanKind.INTERNAL,
                 attributes=attributes,
                 start_time=start_time_ns,
@@ -404,7 +427,9 @@ class OTelCallbackHandler:
         for old in evicted:
             self._abandon(old)
 
-    def _agent_end(self, event: Any, error_type: str | None, end_time_ns: int | None) -> None:
+    def _agent_end(
+        self, event: Any, error_type: str | None, end_time_ns: int | None, answered: bool | None
+    ) -> None:
         run_id = _text(event, "run_id")
         run = self._runs.pop(run_id) if run_id else None
         if run is None:
@@ -413,7 +438,7 @@ class OTelCallbackHandler:
             return
         outcome = _choice(_text(event, "outcome", "completed"), _OUTCOMES)
         final_response = _opt_text(event, "final_response")
-        empty = _is_blank(final_response)
+        empty = _is_blank(final_response) if answered is None else not answered
         span = run.span
         # One set_attributes: the span takes its lock and validates once, not per attribute.
         attributes: dict[str, Any] = {semconv.RUN_OUTCOME: outcome, semconv.RESPONSE_EMPTY: empty}
@@ -494,6 +519,8 @@ class OTelCallbackHandler:
         start_time_ns: int | None,
         end_time_ns: int | None,
         error_type: str | None,
+        tenant_hint: str | None = None,
+        parent: Context | None = None,
     ) -> None:
         run_id = _text(event, "run_id")
         run = self._runs.get(run_id) if run_id else None
@@ -508,7 +535,7 @@ class OTelCallbackHandler:
             provider: str | None = self._providers(provider_hint)
         else:
             provider = info.provider
-        tenant = run.tenant if run is not None else self._resolve_tenant(None)
+        tenant = run.tenant if run is not None else self._resolve_tenant(tenant_hint)
         iteration = _int(event, "iteration_index")
         failed = _text(event, "outcome", "completed") == "error" or error_type is not None
         error_label = (error_type or semconv.OTHER_VALUE) if failed else None
@@ -571,7 +598,7 @@ class OTelCallbackHandler:
             attributes[semconv.ERROR_TYPE] = error_label
         span = self._tracer.start_span(
             info.span_name,
-            context=run.context if run is not None else _EMPTY_CONTEXT,
+            context=run.context if run is not None else (parent or _EMPTY_CONTEXT),
             kind=SpanKind.CLIENT,
             attributes=attributes,
             start_time=start_time_ns,

@@ -53,6 +53,7 @@ _HANDLER_OPTIONS: Final = frozenset(
         "run_ttl_s",
         "max_open_runs",
         "pricing",
+        "tenant_from_baggage",
     }
 )
 

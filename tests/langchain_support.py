@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
+import threading
 import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -23,6 +26,7 @@ from langgraph.types import interrupt
 from opentelemetry.sdk.trace import ReadableSpan
 
 from symfonic_otel import semconv
+from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.testing.scripted import ScriptedChatModel
 
 AGENT_SPAN = semconv.agent_span_name("symfonic")
@@ -195,3 +199,97 @@ class DetachErrors(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage())
+
+
+class RecordingHandler(OTelCallbackHandler):
+    """The real core handler that also keeps what the adapter handed it, per entry point.
+
+    The adapter's contract with the core is the events and keywords it passes (stop reasons,
+    the answered verdict); telemetry is still recorded by the real handler underneath.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.calls: list[tuple[str, Any, dict[str, Any]]] = []
+
+    def agent_start(self, event: Any, **kwargs: Any) -> None:
+        self.calls.append(("agent_start", event, kwargs))
+        super().agent_start(event, **kwargs)
+
+    def agent_end(self, event: Any, **kwargs: Any) -> None:
+        self.calls.append(("agent_end", event, kwargs))
+        super().agent_end(event, **kwargs)
+
+    def llm_end(self, event: Any, **kwargs: Any) -> None:
+        self.calls.append(("llm_end", event, kwargs))
+        super().llm_end(event, **kwargs)
+
+    def react_loop_end(self, event: Any) -> None:
+        self.calls.append(("react_loop_end", event, {}))
+        super().react_loop_end(event)
+
+    def of(self, method: str) -> list[tuple[Any, dict[str, Any]]]:
+        return [(event, kwargs) for name, event, kwargs in self.calls if name == method]
+
+    def agent_end_call(self) -> tuple[Any, dict[str, Any]]:
+        """The one AgentEnd handed to the core (fails when there are none or several)."""
+        ends = self.of("agent_end")
+        assert len(ends) == 1, ends
+        return ends[0]
+
+
+def recording_handler(telemetry: Any, **kwargs: Any) -> RecordingHandler:
+    handler = RecordingHandler(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, **kwargs
+    )
+    telemetry.track(handler)
+    return handler
+
+
+def internal_errors(telemetry: Any) -> float:
+    """``internal_error`` drops counted by the core handler (a guard swallowed an exception)."""
+    return float(
+        telemetry.value(
+            semconv.DROPPED_EVENTS.name, {semconv.TELEMETRY_DROP_REASON: "internal_error"}
+        )
+    )
+
+
+class WireServer:
+    """A loopback HTTP server replying to each POST with the next scripted JSON body.
+
+    The real provider adapters (``ChatOpenAI``, ``ChatAnthropic``) talk to it over real HTTP, so
+    their own parsing produces the ``response_metadata`` the callbacks see.
+    """
+
+    def __init__(self, bodies: Sequence[dict[str, Any]]) -> None:
+        self._bodies = list(bodies)
+        self.paths: list[str] = []
+        server = self
+
+        class Reply(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.paths.append(self.path)
+                body = json.dumps(server._bodies.pop(0)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Reply)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, cast
 from uuid import uuid4
 
@@ -13,9 +14,10 @@ from langgraph.errors import GraphRecursionError
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 from opentelemetry import baggage, context, trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.trace import StatusCode
 
-from symfonic_otel import LangChainCallbackHandler, semconv, tenant_scope
+from symfonic_otel import LangChainCallbackHandler, OTelCallbackHandler, semconv, tenant_scope
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import (
@@ -247,25 +249,39 @@ def test_tool_error_marks_the_tool_span(
     assert (telemetry.span(AGENT_SPAN).attributes or {})[semconv.RUN_OUTCOME] == "completed"
 
 
-def test_tenant_from_metadata_scope_and_baggage(
+def agent_tenant(telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler, **config: Any) -> str:
+    scripted_agent("ok").invoke({"messages": [("user", "hi")]}, config=cfg(lc, **config))
+    spans = [s for s in telemetry.spans() if s.name == AGENT_SPAN]
+    return str((spans[-1].attributes or {})[semconv.TENANT_ID])
+
+
+def test_tenant_from_metadata_and_scope(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
-    def run(**config: Any) -> str:
-        scripted_agent("ok").invoke({"messages": [("user", "hi")]}, config=cfg(lc, **config))
-        spans = [s for s in telemetry.spans() if s.name == AGENT_SPAN]
-        return str((spans[-1].attributes or {})[semconv.TENANT_ID])
-
-    assert run(metadata={"tenant_id": "acme"}) == "acme"
+    assert agent_tenant(telemetry, lc, metadata={"tenant_id": "acme"}) == "acme"
     with tenant_scope("scoped"):
-        assert run(metadata={"tenant_id": "acme"}) == "scoped"
-    token = context.attach(baggage.set_baggage(semconv.BAGGAGE_TENANT_KEY, "from-baggage"))
-    try:
-        assert run() == "from-baggage"
-    finally:
-        context.detach(token)
-    assert run() == semconv.TENANT_UNKNOWN
+        assert agent_tenant(telemetry, lc, metadata={"tenant_id": "acme"}) == "scoped"
+    assert agent_tenant(telemetry, lc) == semconv.TENANT_UNKNOWN
     chats = [s for s in telemetry.spans() if s.name.startswith("chat")]
     assert (chats[0].attributes or {})[semconv.TENANT_ID] == "acme"
+
+
+def test_inbound_baggage_cannot_choose_the_tenant(telemetry: InMemoryTelemetry) -> None:
+    """A client's W3C ``baggage: tenant.id=...`` header, extracted as an HTTP server would."""
+    if "tenant_from_baggage" not in inspect.signature(OTelCallbackHandler).parameters:
+        pytest.skip("the core handler has no tenant trust model (tenant_from_baggage) yet")
+    inbound = W3CBaggagePropagator().extract({"baggage": "tenant.id=globex"})
+    untrusting = LangChainCallbackHandler(handler=telemetry.handler())
+    trusting = LangChainCallbackHandler(handler=telemetry.handler(tenant_from_baggage=True))
+    token = context.attach(inbound)
+    try:
+        assert baggage.get_baggage(semconv.BAGGAGE_TENANT_KEY) == "globex"
+        assert agent_tenant(telemetry, untrusting) == semconv.TENANT_UNKNOWN
+        assert agent_tenant(telemetry, untrusting, metadata={"tenant_id": "acme"}) == "acme"
+        assert agent_tenant(telemetry, trusting) == "globex"
+        assert agent_tenant(telemetry, trusting, metadata={"tenant_id": "acme"}) == "acme"
+    finally:
+        context.detach(token)
 
 
 def test_agent_span_nests_under_the_callers_span(

@@ -140,6 +140,7 @@ def test_unknown_instrument_options_are_ignored(telemetry: InMemoryTelemetry) ->
         instrumentor.uninstrument()
 
 
+INSTRUMENTOR_NAME = "symfonic_langchain"
 APP = '''
 import json
 import warnings
@@ -178,18 +179,26 @@ def test_opentelemetry_instrument_needs_no_code_change(tmp_path: Path) -> None:
     """The real ``opentelemetry-instrument`` finds the instrumentor through its entry point."""
     command = shutil.which("opentelemetry-instrument")
     registered = any(
-        e.value == "symfonic_otel.instrumentation:SymfonicLangChainInstrumentor"
+        e.name == INSTRUMENTOR_NAME
+        and e.value == "symfonic_otel.instrumentation:SymfonicLangChainInstrumentor"
         for e in entry_points(group="opentelemetry_instrumentor")
     )
     if command is None or not registered:
         pytest.skip("opentelemetry-instrument or the installed entry point is not available")
     app = tmp_path / "app.py"
     app.write_text(APP)
+    # ``opentelemetry-instrument`` loads every installed instrumentor; other LangChain ones
+    # (OpenLLMetry, OpenInference, installed for the benchmarks) would add their own spans.
+    # Disabled by entry-point name, so ours is still the one found through its entry point.
+    others = sorted(
+        {e.name for e in entry_points(group="opentelemetry_instrumentor")} - {INSTRUMENTOR_NAME}
+    )
     env = {
         **os.environ,
         "OTEL_TRACES_EXPORTER": "none",
         "OTEL_METRICS_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": ",".join(others),
     }
     done = subprocess.run(
         [command, sys.executable, str(app)],

@@ -1,0 +1,399 @@
+"""Guarded readers of LangChain payloads: run inputs and outputs, model results, metadata.
+
+Every function here takes whatever a callback was given and returns plain, bounded values:
+wrong types give the "unknown" default rather than an exception, and every caller-supplied
+string the adapter keeps between a start and its end is capped, so the adapter's state stays
+bounded in bytes whatever the input (the core handler sanitises what reaches telemetry).
+Reading an object whose attributes themselves raise is the one failure left to the callers'
+guards, which then record the call with what is known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, Final
+from uuid import UUID
+
+from symfonic_otel.agent.flatten import content_type, flatten_content_blocks
+from symfonic_otel.agent.termination import (
+    normalize_stop_reason,
+    raw_stop_reason,
+    reported_stop_reason,
+)
+from symfonic_otel.content import MAX_CONTENT_CHARS
+from symfonic_otel.events import ContentType
+
+__all__ = [
+    "NO_CALL_FIELDS",
+    "AIShape",
+    "CallFields",
+    "FinalOutput",
+    "LLMOutput",
+    "RunKey",
+    "bounded",
+    "call_fields",
+    "final_output",
+    "llm_output",
+    "model_name",
+    "query",
+    "run_key",
+    "tenant",
+    "tool_call_id",
+    "tool_name",
+]
+
+RunKey = UUID | str
+"""What the adapter keys its state by: LangChain's run UUID, or a bounded string."""
+
+# Longest name / id / tenant kept between a start and its end. Model, node, tool and provider
+# names are far shorter in practice; the core caps and sanitises again for telemetry.
+MAX_NAME: Final = 256
+MAX_STOP_REASON: Final = 64
+_MAX_KEY: Final = 128
+# How deep and how wide ``_is_blank_value`` looks into a structured result before calling it
+# non-blank: enough for real outputs, bounded for pathological ones.
+_BLANK_DEPTH: Final = 4
+_BLANK_WIDTH: Final = 64
+_MAX_USAGE_KEYS: Final = 32
+_HUMAN_ROLES: Final = frozenset({"human", "user"})
+_AI_ROLES: Final = frozenset({"ai", "AIMessageChunk", "assistant"})
+_USAGE_DETAILS: Final = ("input_token_details", "output_token_details")
+# LangGraph's channel for ``response_format`` answers (``create_react_agent``).
+_STRUCTURED_RESPONSE: Final = "structured_response"
+
+
+def bounded(value: object, limit: int = MAX_NAME) -> str | None:
+    """A non-empty string cut to ``limit`` characters; None for anything else."""
+    return value[:limit] if isinstance(value, str) and value else None
+
+
+def run_key(run_id: object) -> RunKey | None:
+    """The state key of a run id: the UUID itself, else a string of at most ~128 characters.
+
+    A long id keeps a prefix and a digest of the whole, so distinct ids stay distinct while the
+    adapter (and the run id attribute the core records) stays small.
+    """
+    if isinstance(run_id, UUID):
+        return run_id
+    if run_id is None:
+        return None
+    text = run_id if isinstance(run_id, str) else str(run_id)
+    if len(text) <= _MAX_KEY:
+        return text
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"{text[:64]}~{digest}"
+
+
+# --- messages -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AIShape:
+    """What the adapter keeps of an AI message: no text, only what the verdicts need."""
+
+    blank: bool
+    content_type: ContentType
+    tool_call_count: int
+    stop_reason: str
+    """Normalised (``end_turn``, ``tool_use``, ...); inferred from the shape without metadata."""
+
+
+def _message_role(message: object) -> str:
+    """``human`` / ``ai`` / ... for message objects, ``(role, text)`` tuples and role dicts."""
+    if isinstance(message, tuple) and len(message) == 2:
+        return str(message[0])
+    if isinstance(message, Mapping):
+        return str(message.get("role") or message.get("type") or "")
+    role = getattr(message, "type", "")
+    return role if isinstance(role, str) else ""
+
+
+def _message_content(message: object) -> object:
+    if isinstance(message, tuple) and len(message) == 2:
+        return message[1]
+    if isinstance(message, Mapping):
+        return message.get("content")
+    return getattr(message, "content", None)
+
+
+def _message_list(value: object) -> Sequence[Any] | None:
+    """The message list of a graph state / input, or of a bare message list."""
+    if isinstance(value, Mapping):
+        value = value.get("messages")
+    if isinstance(value, list | tuple) and not (
+        isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+    ):
+        return value
+    return None
+
+
+def _metadata_view(message: object) -> object:
+    """An object with ``response_metadata`` / ``additional_kwargs`` attributes, for dicts too."""
+    if isinstance(message, Mapping):
+        return SimpleNamespace(
+            response_metadata=message.get("response_metadata"),
+            additional_kwargs=message.get("additional_kwargs"),
+        )
+    return message
+
+
+def _ai_message(message: object) -> tuple[AIShape, str] | None:
+    """(shape, answer text) of an AI message; None for anything that is not one."""
+    if _message_role(message) not in _AI_ROLES:
+        return None
+    content = _message_content(message)
+    view = _metadata_view(message)
+    text = flatten_content_blocks(content)
+    if text is None:  # OpenAI structured-output refusals carry their text here
+        extra = getattr(view, "additional_kwargs", None)
+        refusal = extra.get("refusal") if isinstance(extra, Mapping) else None
+        text = refusal if isinstance(refusal, str) and refusal else ""
+    tool_calls = (
+        message.get("tool_calls")
+        if isinstance(message, Mapping)
+        else getattr(message, "tool_calls", None)
+    )
+    count = len(tool_calls) if isinstance(tool_calls, list | tuple) else 0
+    stop = reported_stop_reason(normalize_stop_reason(view), count > 0)
+    shape = AIShape(not text.strip(), content_type(content), count, stop[:MAX_STOP_REASON])
+    return shape, text
+
+
+def query(inputs: object) -> str:
+    """The text of the last human message of a run's input ("" when there is none)."""
+    if isinstance(inputs, str):
+        return inputs
+    messages = _message_list(inputs)
+    if messages is not None:
+        for message in reversed(messages):
+            if isinstance(message, str):
+                return message
+            if _message_role(message).lower() in _HUMAN_ROLES:
+                return flatten_content_blocks(_message_content(message)) or ""
+        return ""
+    if isinstance(inputs, Mapping):
+        for key in ("input", "query", "question"):
+            value = inputs.get(key)
+            if isinstance(value, str):
+                return value
+    return ""
+
+
+# --- a run's final output ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FinalOutput:
+    """The verdict on a top-level run's result."""
+
+    answered: bool | None
+    """True: a non-blank answer; False: known blank; None: unknown (nothing to judge)."""
+    text: str | None
+    """The answer as text, for content capture (``""`` when not rendered)."""
+    bail: AIShape | None = None
+    """Set when the result is a message-list state ending in an AI message without text."""
+    ai: AIShape | None = None
+    """The AI message the result ends on, if any (its stop reason is the run's exit)."""
+
+
+UNKNOWN_OUTPUT: Final = FinalOutput(None, None)
+
+
+def final_output(outputs: object, *, render: bool) -> FinalOutput:
+    """Judge a run's output: only an AI message without text is an empty answer.
+
+    A message-list state (what a LangGraph agent returns) is judged by its last message, unless
+    LangGraph's ``structured_response`` holds the answer; a bare AI message by its text; a
+    string by its text, AgentExecutor's ``{"output": ...}`` by that string; anything else (dict
+    state, parsed JSON, a Pydantic object, a list, a number) is an answer unless every value in
+    it is blank. ``render``: turn non-text answers into JSON text for content capture.
+    """
+    messages = _message_list(outputs)
+    if messages:
+        found = _ai_message(messages[-1])
+        if found is None:
+            text = flatten_content_blocks(_message_content(messages[-1])) or ""
+            return FinalOutput(True, text)
+        shape, text = found
+        if not shape.blank:
+            return FinalOutput(True, text, ai=shape)
+        structured = outputs.get(_STRUCTURED_RESPONSE) if isinstance(outputs, Mapping) else None
+        if not _is_blank_value(structured, 0):
+            return FinalOutput(True, _render(structured) if render else "", ai=shape)
+        return FinalOutput(False, "", bail=shape, ai=shape)
+    found = _ai_message(outputs)
+    if found is not None:
+        shape, text = found
+        return FinalOutput(not shape.blank, text, ai=shape)
+    if outputs is None:
+        return UNKNOWN_OUTPUT
+    if isinstance(outputs, str):
+        return FinalOutput(bool(outputs.strip()), outputs)
+    if isinstance(outputs, Mapping):
+        output = outputs.get("output")
+        if isinstance(output, str):
+            return FinalOutput(bool(output.strip()), output)
+    answered = not _is_blank_value(outputs, 0)
+    return FinalOutput(answered, _render(outputs) if render and answered else "")
+
+
+def _is_blank_value(value: object, depth: int) -> bool:
+    """None, a blank string, or a container of only blank values (looked at boundedly)."""
+    if value is None:
+        return True
+    if isinstance(value, str | bytes):
+        return not value.strip()
+    if depth >= _BLANK_DEPTH:
+        return False
+    if isinstance(value, Mapping):
+        items: Any = value.values()
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = value
+    else:
+        return False  # numbers, booleans, parsed objects: an answer
+    if len(items) > _BLANK_WIDTH:
+        return False
+    return all(_is_blank_value(item, depth + 1) for item in items)
+
+
+def _render(value: object) -> str:
+    """JSON text of a structured answer, one character past the capture limit at most."""
+    try:
+        dump = getattr(value, "model_dump", None)  # Pydantic
+        data = dump(mode="json") if callable(dump) else value
+        text = json.dumps(data, ensure_ascii=False, default=str)
+    except Exception:
+        text = repr(value)
+    return text[: MAX_CONTENT_CHARS + 1]
+
+
+# --- model calls ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LLMOutput:
+    """What a model call's ``LLMResult`` gives the ``LLMEndEvent``."""
+
+    text: str
+    shape: AIShape | None
+    usage: dict[str, Any]
+    stop_reason: str | None
+    """The provider's raw value (``stop``, ``tool_use``, ``STOP``...)."""
+
+
+EMPTY_LLM_OUTPUT: Final = LLMOutput("", None, {}, None)
+
+
+def _first_generation(response: object) -> object:
+    generations = getattr(response, "generations", None)
+    if isinstance(generations, list) and generations:
+        first = generations[0]
+        if isinstance(first, list) and first:
+            return first[0]
+    return None
+
+
+def _usage(source: Mapping[Any, Any]) -> dict[str, Any]:
+    """Integer counts, plus LangChain's cache / reasoning detail dicts, bounded in size."""
+    usage: dict[str, Any] = {}
+    for key, value in source.items():
+        if len(usage) >= _MAX_USAGE_KEYS:
+            break
+        if not isinstance(key, str) or len(key) > 64:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool):
+            usage[key] = value
+        elif key in _USAGE_DETAILS and isinstance(value, Mapping):
+            usage[key] = _usage(value)
+    return usage
+
+
+def llm_output(response: object) -> LLMOutput:
+    """Text, AI message shape, token usage and raw stop reason of an ``LLMResult``."""
+    generation = _first_generation(response)
+    message = getattr(generation, "message", None)
+    found = _ai_message(message) if message is not None else None
+    shape: AIShape | None = None
+    if found is not None:
+        shape, text = found
+    else:
+        raw = getattr(generation, "text", "")
+        text = raw if isinstance(raw, str) else ""
+    stop = raw_stop_reason(_metadata_view(message)) if message is not None else None
+    if stop is None:  # completion models report it per generation
+        info = getattr(generation, "generation_info", None)
+        value = info.get("finish_reason") if isinstance(info, Mapping) else None
+        stop = value if isinstance(value, str) and value else None
+    stop = stop[:MAX_STOP_REASON] if stop is not None else None
+    usage: dict[str, Any] = {}
+    usage_metadata = getattr(message, "usage_metadata", None)
+    if isinstance(usage_metadata, Mapping) and usage_metadata:
+        usage = _usage(usage_metadata)
+    else:
+        llm_out = getattr(response, "llm_output", None)
+        if isinstance(llm_out, Mapping):
+            for key in ("token_usage", "usage"):
+                found_usage = llm_out.get(key)
+                if isinstance(found_usage, Mapping) and found_usage:
+                    usage = _usage(found_usage)
+                    break
+    return LLMOutput(text, shape, usage, stop)
+
+
+@dataclass(frozen=True, slots=True)
+class CallFields:
+    """What a model call's start callback says about it (all bounded)."""
+
+    model: str = ""
+    provider: str | None = None
+    node: str = ""
+    tenant: str | None = None
+
+
+NO_CALL_FIELDS: Final = CallFields()
+
+
+def call_fields(metadata: Mapping[str, Any], kwargs: Mapping[str, Any]) -> CallFields:
+    return CallFields(
+        model=model_name(metadata, kwargs),
+        provider=bounded(metadata.get("ls_provider")),
+        node=bounded(metadata.get("langgraph_node")) or "",
+        tenant=bounded(metadata.get("tenant_id")),
+    )
+
+
+def model_name(metadata: Mapping[str, Any], kwargs: Mapping[str, Any]) -> str:
+    """``ls_model_name`` metadata, else the invocation params' ``model`` / ``model_name``."""
+    name = bounded(metadata.get("ls_model_name"))
+    if name:
+        return name
+    params = kwargs.get("invocation_params")
+    if isinstance(params, Mapping):
+        for key in ("model", "model_name", "model_id", "deployment_name"):
+            name = bounded(params.get(key))
+            if name:
+                return name
+    return ""
+
+
+# --- tools ------------------------------------------------------------------------------------
+
+
+def tool_name(serialized: object, kwargs: Mapping[str, Any]) -> str:
+    name = bounded(kwargs.get("name"))
+    if name is None and isinstance(serialized, Mapping):
+        name = bounded(serialized.get("name"))
+    return name or ""
+
+
+def tool_call_id(kwargs: Mapping[str, Any]) -> str | None:
+    return bounded(kwargs.get("tool_call_id"))
+
+
+def tenant(metadata: Mapping[str, Any]) -> str | None:
+    """The run's ``metadata["tenant_id"]`` (the core sanitises and ranks it)."""
+    return bounded(metadata.get("tenant_id"))
