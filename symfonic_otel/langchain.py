@@ -391,7 +391,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
                 span = agent.tools.get(run_id) if agent is not None else None
             return None if span is None else trace.set_span_in_context(span)
         except Exception as exc:
-            self._failures.report("langchain.tool_context", exc)
+            self._failures.report("langchain.tool_context", exc, run_id=run_id)
             return None
 
     @property
@@ -426,7 +426,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
                 with self._lock:
                     self._adopt_locked(run_id, parent_run_id)
         except Exception as exc:
-            self._failures.report("langchain.on_chain_start", exc)
+            self._failures.report("langchain.on_chain_start", exc, run_id=run_id)
 
     def on_chain_end(
         self,
@@ -443,7 +443,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
                 with self._lock:
                     self._release_locked(run_id)
         except Exception as exc:
-            self._failures.report("langchain.on_chain_end", exc)
+            self._failures.report("langchain.on_chain_end", exc, run_id=run_id)
 
     def on_chain_error(
         self,
@@ -463,7 +463,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
                     if agent is not None and interrupted:
                         agent.interrupted = True
         except Exception as exc:
-            self._failures.report("langchain.on_chain_error", exc)
+            self._failures.report("langchain.on_chain_error", exc, run_id=run_id)
 
     # --- model calls --------------------------------------------------------------------------
 
@@ -481,7 +481,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         try:
             self._start_call(run_id, parent_run_id, metadata, kwargs)
         except Exception as exc:
-            self._failures.report("langchain.on_chat_model_start", exc)
+            self._failures.report("langchain.on_chat_model_start", exc, run_id=run_id)
 
     def on_llm_start(
         self,
@@ -497,7 +497,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         try:
             self._start_call(run_id, parent_run_id, metadata, kwargs)
         except Exception as exc:
-            self._failures.report("langchain.on_llm_start", exc)
+            self._failures.report("langchain.on_llm_start", exc, run_id=run_id)
 
     def on_llm_end(
         self,
@@ -510,7 +510,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         try:
             self._end_call(run_id, response, None)
         except Exception as exc:
-            self._failures.report("langchain.on_llm_end", exc)
+            self._failures.report("langchain.on_llm_end", exc, run_id=run_id)
 
     def on_llm_error(
         self,
@@ -523,7 +523,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         try:
             self._end_call(run_id, None, error)
         except Exception as exc:
-            self._failures.report("langchain.on_llm_error", exc)
+            self._failures.report("langchain.on_llm_error", exc, run_id=run_id)
 
     # --- tools --------------------------------------------------------------------------------
 
@@ -542,7 +542,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         try:
             self._start_tool(run_id, parent_run_id, serialized, kwargs)
         except Exception as exc:
-            self._failures.report("langchain.on_tool_start", exc)
+            self._failures.report("langchain.on_tool_start", exc, run_id=run_id)
 
     def on_tool_end(
         self,
@@ -555,7 +555,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         try:
             self._end_tool(run_id, None)
         except Exception as exc:
-            self._failures.report("langchain.on_tool_end", exc)
+            self._failures.report("langchain.on_tool_end", exc, run_id=run_id)
 
     def on_tool_error(
         self,
@@ -568,7 +568,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         try:
             self._end_tool(run_id, error)
         except Exception as exc:
-            self._failures.report("langchain.on_tool_error", exc)
+            self._failures.report("langchain.on_tool_error", exc, run_id=run_id)
 
     # --- agent runs ---------------------------------------------------------------------------
 
