@@ -175,12 +175,12 @@ class PackageLogger:
 
     def _log(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
         try:
-            safe = safe_fields(fields)
             if structlog.is_configured():
-                getattr(self._structlog, method)(str(event), **safe)
+                getattr(self._structlog, method)(str(event), **safe_fields(fields))
                 return
             if not self._stdlib.isEnabledFor(level):
                 return
+            safe = safe_fields(fields)
             add_trace_context(None, method, safe)
             extra = {(f"field_{k}" if k in _RECORD_ATTRIBUTES else k): v for k, v in safe.items()}
             # No args: the rendered text is the message as is. stacklevel 3: the record names the
