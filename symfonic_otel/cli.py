@@ -1,4 +1,8 @@
-"""``symfonic-otel``: ``demo`` (the main job) and ``dashboards export DIR``."""
+"""``symfonic-otel``: ``demo`` (the main job) and ``dashboards export DIR``.
+
+Every user error is one line on stderr and exit status 2; bare ``symfonic-otel`` (or
+``symfonic-otel dashboards``) prints its help on stderr and exits 2, since no command ran.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from symfonic_otel import __version__
+
 EXIT_USAGE = 2
+DEFAULT_RUNS = 240
+DEFAULT_RATE = 20.0
 
 
 def _positive_int(text: str) -> int:
@@ -40,6 +48,12 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _directory(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a directory, got an empty path")
+    return text
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad options: one clear line on stderr and exit code 2 (no usage dump)."""
 
@@ -52,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="symfonic-otel",
         description="OpenTelemetry for LLM agents: demo and dashboards.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     demo = commands.add_parser(
         "demo",
@@ -60,7 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the reference ReAct loop with scripted models over several tenants "
         "and print what the telemetry shows. Needs no server.",
     )
-    demo.add_argument("--runs", type=_positive_int, default=240, help="runs (default 240)")
+    demo.add_argument(
+        "--runs",
+        type=_positive_int,
+        default=None,
+        help=f"how many runs (default {DEFAULT_RUNS}); not with --duration",
+    )
     demo.add_argument("--tenants", type=_positive_int, default=5, help="tenants (default 5)")
     demo.add_argument("--seed", type=int, default=7, help="same seed, same output (default 7)")
     demo.add_argument(
@@ -72,7 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep producing traffic at a steady rate for this long (instead of --runs)",
     )
     demo.add_argument(
-        "--rate", type=_positive_float, default=20.0, help="runs per second with --duration"
+        "--rate",
+        type=_positive_float,
+        default=None,
+        help=f"runs per second, with --duration only (default {DEFAULT_RATE:g})",
     )
     demo.add_argument(
         "--otlp", action="store_true",
@@ -80,31 +103,54 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     dashboards = commands.add_parser("dashboards", help="Grafana dashboards and Prometheus rules")
-    actions = dashboards.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    export = actions.add_parser("export", help="write the dashboards and rule files to DIR")
-    export.add_argument("directory", type=Path, metavar="DIR")
+    actions = dashboards.add_subparsers(dest="action", parser_class=_Parser)
+    export = actions.add_parser(
+        "export",
+        help="write the dashboards and rule files to DIR",
+        description="Write the Grafana dashboards, Prometheus rules and examples to DIR "
+        "(created if needed) and list the files written. Existing files are never "
+        "overwritten without --force.",
+    )
+    export.add_argument("directory", type=_directory, metavar="DIR")
+    export.add_argument("--force", action="store_true", help="overwrite files that exist")
+    parser.set_defaults(help_of=parser)
+    dashboards.set_defaults(help_of=dashboards)
     return parser
 
 
-def _quiet_logs() -> None:
-    """The demo's silent bails are the point, but not as one INFO line each on the terminal."""
-    import logging
+def _demo_flags_error(args: argparse.Namespace) -> str | None:
+    """Flags that argparse accepts one by one but that make no sense together."""
+    if args.duration is not None and args.runs is not None:
+        return "--runs and --duration exclude each other: --runs counts runs, --duration times them"
+    if args.rate is not None and args.duration is None:
+        return "--rate needs --duration (it paces the timed traffic; --runs runs flat out)"
+    if args.runs is None:
+        args.runs = DEFAULT_RUNS
+    if args.rate is None:
+        args.rate = DEFAULT_RATE
+    return None
 
-    import structlog
 
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+def _usage_error(prog: str, message: str) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command is None or (args.command == "dashboards" and args.action is None):
+        args.help_of.print_help(sys.stderr)  # no command ran: usage, and the exit status says so
+        return EXIT_USAGE
     if args.command == "demo":
+        problem = _demo_flags_error(args)
+        if problem is not None:
+            return _usage_error("symfonic-otel demo", problem)
         try:
-            from symfonic_otel.demo import DemoOptions, run_demo
+            from symfonic_otel.demo import DemoError, DemoOptions, run_demo
         except KeyboardInterrupt:  # Ctrl-C while the demo's modules load: nothing to flush yet
             print("symfonic-otel: interrupted", file=sys.stderr)
             return 130
 
-        _quiet_logs()
         if args.tenants > 1000:
             print("symfonic-otel: error: --tenants must be at most 1000", file=sys.stderr)
             return EXIT_USAGE
@@ -117,12 +163,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             rate=args.rate,
             otlp=args.otlp,
         )
-        return run_demo(options)
+        try:
+            return run_demo(options)
+        except DemoError as exc:
+            return _usage_error("symfonic-otel demo", str(exc))
+    return _export(args.directory, force=args.force)
+
+
+def _export(directory: str, *, force: bool) -> int:
     from symfonic_otel.dashboards import export as export_dashboards
 
-    written = export_dashboards(args.directory)
+    prog = "symfonic-otel dashboards export"
+    target = Path(directory)
+    existed = {p for p in target.rglob("*") if p.is_file()} if target.is_dir() else set()
+    try:
+        written = export_dashboards(target, force=force)
+    except FileExistsError as exc:
+        return _usage_error(prog, f"{exc}; pass --force to overwrite them")
+    except OSError as exc:
+        if exc.filename is None:
+            return _usage_error(prog, str(exc))
+        return _usage_error(prog, f"cannot write {exc.filename}: {exc.strerror or exc}")
     for path in written:
         print(path)
+    overwritten = sum(1 for path in written if path in existed)
+    note = f" ({overwritten} overwritten)" if overwritten else ""
+    print(f"Wrote {len(written)} files under {target}{note}.", file=sys.stderr)
     return 0
 
 

@@ -55,17 +55,40 @@ def bundled_files() -> list[str]:
     return ["/".join(parts) for parts, _ in _walk(source(), ())]
 
 
-def export(dest_dir: str | Path) -> list[Path]:
-    """Copy every bundled file under ``dest_dir`` (created if needed; files are overwritten).
+def export(dest_dir: str | Path, *, force: bool = False) -> list[Path]:
+    """Copy every bundled file under ``dest_dir`` (created if needed); returns the paths, sorted.
 
-    Returns the written paths, sorted.
+    Nothing is written unless every file can be: an empty ``dest_dir``, a path that is a file, a
+    file in the way of a folder (or a folder in the way of a file) raise first, and so do files
+    that already exist, unless ``force`` (a user's own ``README.md`` or tuned rules are never
+    overwritten silently). ``FileExistsError.filename`` is the destination; the message lists the
+    existing files.
     """
+    if not str(dest_dir).strip():
+        raise ValueError("the export directory is empty: name a directory, e.g. ./dashboards")
     dest = Path(dest_dir)
     if dest.exists() and not dest.is_dir():
         raise NotADirectoryError(f"{dest} exists and is not a directory")
+    planned = [(dest.joinpath(*parts), item) for parts, item in _walk(source(), ())]
+    existing: list[Path] = []
+    for target, _ in planned:
+        for parent in target.relative_to(dest).parents:
+            folder = dest / parent
+            if folder.exists() and not folder.is_dir():
+                raise NotADirectoryError(f"{folder} exists and is not a directory")
+        if target.is_file():
+            existing.append(target)
+        elif target.exists():
+            raise IsADirectoryError(f"{target} exists and is not a file")
+    if existing and not force:
+        names = ", ".join(p.relative_to(dest).as_posix() for p in sorted(existing))
+        verb = "exists" if len(existing) == 1 else "exist"
+        raise FileExistsError(
+            f"{len(existing)} of the {len(planned)} files already {verb} in {dest} ({names}); "
+            "nothing was written"
+        )
     written: list[Path] = []
-    for parts, item in _walk(source(), ()):
-        target = dest.joinpath(*parts)
+    for target, item in planned:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(item.read_bytes())
         written.append(target)

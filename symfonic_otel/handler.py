@@ -25,7 +25,7 @@ from symfonic_otel import __version__, semconv
 from symfonic_otel.content import messages_json, resolve_capture, truncate
 from symfonic_otel.instruments import Instruments
 from symfonic_otel.labels import BoundedLabels
-from symfonic_otel.logs import FailureLog
+from symfonic_otel.logs import FailureLog, run_id_of
 from symfonic_otel.pricing import ModelPrice, PriceTable
 from symfonic_otel.providers import infer_provider
 from symfonic_otel.recorder import recorder_for
@@ -343,7 +343,7 @@ class OTelCallbackHandler:
         try:
             work(*args)
         except Exception as exc:
-            self._failures.report(kind, exc)
+            self._failures.report(kind, exc, run_id=run_id_of(args[0]) if args else None)
             self._drop(kind, "internal_error")
 
     def _drop(self, event_kind: str, reason: str) -> None:

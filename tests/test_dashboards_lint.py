@@ -282,7 +282,7 @@ def test_export_copies_every_bundled_file(tmp_path: Path) -> None:
     assert dashboards.bundled_files() == expected
     for path in written:
         assert path.read_bytes() == (DASHBOARDS / path.relative_to(tmp_path / "out")).read_bytes()
-    assert dashboards.export(tmp_path / "out") == written  # idempotent, overwrites
+    assert dashboards.export(tmp_path / "out", force=True) == written  # idempotent, overwrites
 
 
 def test_export_prefers_the_wheels_package_data(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,8 @@ def test_demo_prints_the_summary_and_same_seed_gives_same_output() -> None:
         "Synthesis fallbacks",
         "Fabrication detections",
         "LLM latency per node",
-        "One run's trace:",
+        "How to read these counts:",
+        "One run's trace (a loop cut handed to the synthesis fallback, run demo-11-",
     ):
         assert title in out
     # 120 loop runs plus the runs of "crashed workers", closed as abandoned at shutdown.
@@ -124,3 +126,162 @@ def test_histogram_quantile_interpolates_like_prometheus() -> None:
     assert histogram_quantile(0.5, bounds, counts) == pytest.approx(0.2 + 0.2 * (50 - 40) / 60)
     assert histogram_quantile(0.05, bounds, counts) == pytest.approx(0.05)
     assert histogram_quantile(0.99, bounds, [0, 0, 0, 5]) == 0.4  # +Inf bucket: highest bound
+
+
+# --- nothing surprises: each case as a user meets it, in a subprocess --------------------------
+
+CLI = [sys.executable, "-m", "symfonic_otel"]
+
+
+def _cli(
+    *args: str, cwd: Path | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd
+    )
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str], *expected: str) -> str:
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for text in expected:
+        assert text in lines[0]
+    return lines[0]
+
+
+def test_version_prints_the_package_version() -> None:
+    from symfonic_otel import __version__
+
+    result = _cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"symfonic-otel {__version__}"
+
+
+@pytest.mark.parametrize(
+    ("args", "usage", "lists"),
+    [
+        ((), "usage: symfonic-otel [-h] [--version] {demo,dashboards}", ("demo", "dashboards")),
+        (("dashboards",), "usage: symfonic-otel dashboards [-h] {export}", ("export",)),
+    ],
+)
+def test_no_command_prints_the_help_and_exits_2(
+    args: tuple[str, ...], usage: str, lists: tuple[str, ...]
+) -> None:
+    result = _cli(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(usage)
+    for command in lists:
+        assert re.search(rf"^\s+{command}\s", result.stderr, flags=re.M), result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--rate", "5"], "--rate needs --duration"),
+        (["--runs", "10", "--rate", "5"], "--rate needs --duration"),
+        (["--runs", "10", "--duration", "5"], "--runs and --duration exclude each other"),
+    ],
+)
+def test_flags_that_would_be_ignored_are_errors(args: list[str], named: str) -> None:
+    _one_line_error(_cli("demo", *args), "symfonic-otel demo: error:", named)
+
+
+def test_a_busy_prometheus_port_is_one_line_and_exit_2() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = _cli("demo", "--runs", "1", "--prometheus-port", str(port))
+    _one_line_error(result, f"--prometheus-port {port}", "in use")
+
+
+def test_export_refuses_to_overwrite_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("my notes\n")
+    (tmp_path / "prometheus").mkdir()
+    (tmp_path / "prometheus" / "symfonic-rules.yml").write_text("# tuned\n")
+    line = _one_line_error(
+        _cli("dashboards", "export", str(tmp_path)),
+        "2 of the",
+        "README.md, prometheus/symfonic-rules.yml",
+        "--force",
+    )
+    assert "nothing was written" in line
+    assert (tmp_path / "README.md").read_text() == "my notes\n"
+    assert (tmp_path / "prometheus" / "symfonic-rules.yml").read_text() == "# tuned\n"
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+        "README.md",
+        "symfonic-rules.yml",
+    ]
+
+
+def test_export_with_force_overwrites_and_lists_what_it_wrote(tmp_path: Path) -> None:
+    from symfonic_otel.dashboards import bundled_files
+
+    (tmp_path / "README.md").write_text("my notes\n")
+    result = _cli("dashboards", "export", str(tmp_path), "--force")
+    assert result.returncode == 0, result.stderr
+    listed = [Path(line).relative_to(tmp_path).as_posix() for line in result.stdout.splitlines()]
+    assert listed == bundled_files()
+    assert result.stderr.strip() == f"Wrote {len(listed)} files under {tmp_path} (1 overwritten)."
+    assert (tmp_path / "README.md").read_text() != "my notes\n"
+
+
+def test_export_to_an_empty_path_is_an_error(tmp_path: Path) -> None:
+    _one_line_error(_cli("dashboards", "export", "", cwd=tmp_path), "DIR", "empty")
+    _one_line_error(_cli("dashboards", "export", "  ", cwd=tmp_path), "DIR", "empty")
+    assert list(tmp_path.iterdir()) == []  # nothing landed in the current directory
+
+
+def test_export_to_a_file_or_below_one_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "taken"
+    blocker.write_text("x")
+    _one_line_error(_cli("dashboards", "export", str(blocker)), str(blocker), "not a directory")
+    _one_line_error(
+        _cli("dashboards", "export", str(blocker / "sub")), f"cannot write {blocker / 'sub'}"
+    )
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "prometheus").write_text("a file where a folder goes")
+    _one_line_error(
+        _cli("dashboards", "export", str(tmp_path / "out")), "prometheus", "not a directory"
+    )
+    assert blocker.read_text() == "x"
+
+
+def test_the_demo_explains_its_counts_with_the_tables_figures() -> None:
+    result = _run("--runs", "240")
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = " ".join(result.stdout.split())  # notes are wrapped at the console width
+    total = int(_row(result.stdout, "all")[1])
+    abandoned = int(_row(result.stdout, "abandoned")[1])
+    empty = int(_row(result.stdout, "empty final response")[1])
+    assert total > 240  # the case that needs saying
+    assert f'"all" = 240 agent runs (--runs) + {abandoned} runs whose worker died mid-run' in out
+    assert "The 40 warm-up runs before the traffic send no telemetry and are not counted." in out
+    bails = out.split("Silent bails (")[1].split(")")[0]
+    table_bails = sum(int(cells[2]) for cells in _tenant_rows(result.stdout))
+    assert int(bails) == table_bails
+    match = re.search(r"answer is blank: (\d+) completed runs[^+.]*(?:\+ (\d+) errored)?", out)
+    assert match, out
+    assert int(match.group(1)) + int(match.group(2) or 0) == empty
+
+
+def _tenant_rows(output: str) -> list[list[str]]:
+    table = output.split("Silent bails per tenant")[1].split("Synthesis fallbacks")[0]
+    return [
+        [c.strip() for c in line.strip("│ ").split("│")]
+        for line in table.splitlines()
+        if "%" in line and "│" in line
+    ]
+
+
+def test_a_short_demo_still_shows_a_trace_and_says_which() -> None:
+    result = _run("--runs", "3", "--seed", "7")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.search(
+        r"One run's trace \((the first run|a silent bail), [a-z ]+, run demo-7-", result.stdout
+    )
+    assert "invoke_agent support" in result.stdout

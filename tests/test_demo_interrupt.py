@@ -24,7 +24,7 @@ import pytest
 from symfonic_otel import semconv
 from symfonic_otel.demo.runner import EXIT_INTERRUPTED
 from symfonic_otel.demo.traffic import AGENT_NAME
-from tests.otlp_receiver import HttpOtlpReceiver, points_of
+from tests.otlp_receiver import HangingServer, HttpOtlpReceiver, points_of, refused_endpoint
 
 SERVING = re.compile(r"Serving Prometheus metrics on (http://127\.0\.0\.1:\d+/metrics)")
 RUNS_SERIES = re.compile(r"^symfonic_agent_runs_total\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
@@ -56,6 +56,7 @@ class Demo:
             preexec_fn=_restore_default_sigint,
         )
         self.stderr_lines: list[str] = []
+        self.stderr_times: list[float] = []
         self.metrics_url: str | None = None
         self._serving = threading.Event()
         assert self.process.stderr is not None
@@ -64,6 +65,7 @@ class Demo:
 
     def _read(self, stream: IO[str]) -> None:
         for line in stream:
+            self.stderr_times.append(time.monotonic())
             self.stderr_lines.append(line)
             match = SERVING.search(line)
             if match:
@@ -78,11 +80,27 @@ class Demo:
 
     def interrupt(self) -> tuple[int, str, str]:
         self.process.send_signal(signal.SIGINT)
+        return self.finish()
+
+    def finish(self) -> tuple[int, str, str]:
         assert self.process.stdout is not None
         out = self.process.stdout.read()
         code = self.process.wait(timeout=60)
+        self.exited_at = time.monotonic()
         self._reader.join(10)
         return code, out, "".join(self.stderr_lines)
+
+    def wait_for_line(self, text: str, timeout_s: float = STARTUP_TIMEOUT_S) -> float:
+        """When the first stderr line containing ``text`` arrived."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for line, at in zip(list(self.stderr_lines), list(self.stderr_times), strict=False):
+                if text in line:
+                    return at
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"no {text!r} on stderr:\n{''.join(self.stderr_lines)}")
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -165,3 +183,75 @@ def test_ctrl_c_during_warm_up_still_exits_130_with_a_summary(demo_env: dict[str
     assert code == EXIT_INTERRUPTED, err
     assert "Traceback" not in err
     assert PARTIAL in out
+    assert "No run finished, so there is nothing to count yet." in out
+    assert "No run's trace to show: none of the sample runs finished" in out
+
+
+# --- the final flush: bounded, quiet, and Ctrl-C-able -------------------------------------------
+
+SENDING = "Sending the telemetry over OTLP"
+SDK_NOISE = ("Failed to export", "Transient error", "retrying", "Exception while exporting")
+
+
+def _otlp_env(env: dict[str, str], endpoint: str, protocol: str) -> dict[str, str]:
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_EXPORTER_OTLP_PROTOCOL=protocol)
+    return env
+
+
+def test_ctrl_c_during_the_final_flush_keeps_the_summary_and_exits_130(
+    demo_env: dict[str, str],
+) -> None:
+    """The moment users press Ctrl-C: the runs are done, the collector does not answer."""
+    with HangingServer() as collector:
+        demo = Demo("--otlp", "--runs", "20", env=_otlp_env(demo_env, collector.endpoint, "grpc"))
+        try:
+            demo.wait_for_line(SENDING)
+            time.sleep(0.3)  # well inside the flush: it waits up to its budget on this collector
+            assert demo.process.poll() is None, "the demo exited before the signal"
+            signalled = time.monotonic()
+            code, out, err = demo.interrupt()
+        finally:
+            demo.kill()
+    assert code == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert demo.exited_at - signalled < 3.0
+    assert PARTIAL not in out  # every run had ended: the summary printed before the flush is whole
+    assert int(ALL_ROW.findall(out)[0]) >= 20
+    assert "How to read these counts:" in out and "One run's trace (" in out
+    assert "Interrupted while sending the telemetry: the summary above is complete" in " ".join(
+        err.split()
+    )
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_no_collector_costs_no_wait_and_one_line(demo_env: dict[str, str], protocol: str) -> None:
+    demo = Demo("--otlp", "--runs", "20", env=_otlp_env(demo_env, refused_endpoint(), protocol))
+    try:
+        code, out, err = demo.finish()
+    finally:
+        demo.kill()
+    assert code == 0, err
+    flush_started = demo.wait_for_line(SENDING, timeout_s=0)
+    assert demo.exited_at - flush_started < 3.0  # the SDK's own retries: 10 s per signal
+    for noise in SDK_NOISE:
+        assert noise not in err
+    assert " ".join(err.split()).count("OTLP export failed (") == 1
+    assert "Traceback" not in err
+    assert "How to read these counts:" in out
+
+
+def test_a_listening_collector_gets_every_run_and_no_warning(
+    demo_env: dict[str, str], receiver: HttpOtlpReceiver
+) -> None:
+    demo = Demo(
+        "--otlp", "--runs", "20", env=_otlp_env(demo_env, receiver.endpoint, "http/protobuf")
+    )
+    try:
+        code, out, err = demo.finish()
+    finally:
+        demo.kill()
+    assert code == 0, err
+    assert "OTLP export failed" not in err and "did not confirm" not in err
+    summarised = int(ALL_ROW.findall(out)[0])
+    run_spans = [s for s in receiver.spans() if s.name == semconv.agent_span_name(AGENT_NAME)]
+    assert len(run_spans) == summarised

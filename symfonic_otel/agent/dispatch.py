@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-import structlog
+from symfonic_otel.logs import get_logger
 
 __all__ = ["HANDLER_METHODS", "CallbackDispatcher"]
 
@@ -25,7 +25,7 @@ HANDLER_METHODS: Final = (
     "on_fabrication_detected",
 )
 
-_logger = structlog.get_logger("symfonic_otel.agent")
+_logger = get_logger("symfonic_otel.agent")
 
 Target = tuple[object, Callable[[Any], Any]]
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import structlog
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -68,11 +67,12 @@ from symfonic_otel.events import (
     TerminationOutcome,
     TerminationReason,
 )
+from symfonic_otel.logs import get_logger
 from symfonic_otel.semconv import NODE_FABRICATION_REVISE, NODE_REACT, NODE_SYNTHESIZE_FALLBACK
 
 __all__ = ["SILENT_BAIL_LOG_EVENT", "ReactAgent"]
 
-_logger = structlog.get_logger("symfonic_otel.agent")
+_logger = get_logger("symfonic_otel.agent")
 
 SILENT_BAIL_LOG_EVENT: Final = "react: empty final_response on terminator"
 CONTINUE_PROMPT: Final = (

@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from symfonic_otel import semconv
+from symfonic_otel.demo.notes import RunContext, count_notes
 
 __all__ = ["MetricView", "RunSpanSampler", "histogram_quantile", "render_summary"]
 
@@ -105,23 +106,34 @@ class MetricView:
 
 
 class RunSpanSampler(SpanExporter):
-    """Keeps the finished spans of one chosen run (bounded), for the trace tree."""
+    """Keeps the finished spans of a few candidate runs (bounded), for the trace tree.
+
+    ``candidates`` maps run ids, best first, to what the run shows ("a loop cut recovered by
+    synthesis"); the summary prints the best candidate that produced spans.
+    """
 
     def __init__(self, max_spans: int = 64) -> None:
-        self.run_id: str | None = None
-        self.spans: list[ReadableSpan] = []
+        self.candidates: dict[str, str] = {}
+        self.spans_by_run: dict[str, list[ReadableSpan]] = {}
         self._max = max_spans
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         for span in spans:
-            attrs = span.attributes or {}
-            if (
-                self.run_id is not None
-                and attrs.get(semconv.RUN_ID) == self.run_id
-                and len(self.spans) < self._max
-            ):
-                self.spans.append(span)
+            run_id = (span.attributes or {}).get(semconv.RUN_ID)
+            if not isinstance(run_id, str) or run_id not in self.candidates:
+                continue
+            kept = self.spans_by_run.setdefault(run_id, [])
+            if len(kept) < self._max:
+                kept.append(span)
         return SpanExportResult.SUCCESS
+
+    def best(self) -> tuple[str, str, list[ReadableSpan]] | None:
+        """(run id, what it shows, its spans) of the best candidate that has spans."""
+        for run_id, description in self.candidates.items():
+            spans = self.spans_by_run.get(run_id)
+            if spans:
+                return run_id, description, spans
+        return None
 
     def shutdown(self) -> None:
         return None
@@ -178,9 +190,7 @@ def _bail_table(view: MetricView) -> Table:
 
 def _synthesis_table(view: MetricView) -> Table:
     calls = view.sums(semconv.SYNTHESIS_FALLBACKS.name, [semconv.SYNTHESIS_RECOVERED])
-    cost = view.total(
-        semconv.LLM_COST.name, {semconv.NODE_NAME: semconv.NODE_SYNTHESIZE_FALLBACK}
-    )
+    cost = view.total(semconv.LLM_COST.name, {semconv.NODE_NAME: semconv.NODE_SYNTHESIZE_FALLBACK})
     all_cost = view.total(semconv.LLM_COST.name)
     total = sum(calls.values())
     recovered = calls.get((True,), 0.0)
@@ -292,9 +302,10 @@ def trace_tree(spans: Iterable[ReadableSpan]) -> Tree | None:
 def render_summary(
     console: Console,
     data: MetricsData | None,
-    sample_spans: Sequence[ReadableSpan],
+    sample: RunSpanSampler | Sequence[ReadableSpan],
     *,
     partial: bool = False,
+    context: RunContext | None = None,
 ) -> None:
     view = MetricView(data)
     if partial:
@@ -308,7 +319,31 @@ def render_summary(
     ):
         console.print(table)
     console.print(_telemetry_health(view))
-    tree = trace_tree(sample_spans)
-    if tree is not None:
-        console.print("\nOne run's trace:")
-        console.print(tree)
+    if context is not None:
+        console.print("\nHow to read these counts:")
+        for note in count_notes(view, context):
+            console.print(f"- {note}")
+    _print_trace(console, sample)
+
+
+def _print_trace(console: Console, sample: RunSpanSampler | Sequence[ReadableSpan]) -> None:
+    if isinstance(sample, RunSpanSampler):
+        best = sample.best()
+        if best is None:
+            reason = (
+                "no sample run was chosen"
+                if not sample.candidates
+                else "none of the sample runs finished before the demo stopped"
+            )
+            console.print(f"\nNo run's trace to show: {reason}.")
+            return
+        run_id, description, spans = best
+        title = f"\nOne run's trace ({description}, run {run_id}):"
+    else:
+        spans, title = list(sample), "\nOne run's trace:"
+    tree = trace_tree(spans)
+    if tree is None:
+        console.print("\nNo run's trace to show: the sample run recorded no spans.")
+        return
+    console.print(title)
+    console.print(tree)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import sys
 from dataclasses import dataclass
@@ -13,16 +14,25 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, quiet_logs
+from symfonic_otel.demo.notes import RunContext
 from symfonic_otel.demo.report import RunSpanSampler, render_summary
 from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs, tenants
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.setup import configure_telemetry
+from symfonic_otel.setup import Telemetry, configure_telemetry
 
-__all__ = ["DemoOptions", "run_demo"]
+__all__ = ["DemoError", "DemoOptions", "run_demo"]
 
 EXIT_INTERRUPTED = 130
-FLUSH_TIMEOUT_MS = 10_000
-INTERRUPTED_FLUSH_TIMEOUT_MS = 2_000
+# The final flush: a collector that answers takes milliseconds, one that refuses fails at once
+# (the flush stops waiting then); only a hung collector costs the whole budget.
+FLUSH_BUDGET_S = 5.0
+INTERRUPTED_FLUSH_BUDGET_S = 2.0  # after Ctrl-C the user is waiting
+SHUTDOWN_AFTER_FLUSH_MS = 2_000
+SHUTDOWN_AFTER_FAILURE_MS = 300
+WARM_UP_RUNS = 40
+SAMPLE_SCAN_RUNS = 5_000  # with --duration: how far ahead to look for a run worth showing
+BAIL_SCENARIOS = frozenset({"loop_cut", "iteration_cap", "empty_completion"})
 # Runs that "lost their worker" are closed as abandoned after this long, so the orphan counter
 # moves while the demo is still serving metrics.
 DEMO_RUN_TTL_S = 5.0
@@ -70,76 +80,165 @@ def _positive(flag: str, value: object) -> None:
         raise ValueError(f"{flag} must be a positive, finite number, got {value!r}")
 
 
+class DemoError(Exception):
+    """A setup problem the user can fix (a busy port): the CLI prints it as one line, exit 2."""
+
+
 def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run the demo; returns the process exit code (130 when interrupted)."""
+    """Run the demo; returns the process exit code (130 when interrupted).
+
+    Raises ``DemoError`` when the demo cannot start (the Prometheus port is taken).
+    """
     console = Console(file=out or sys.stdout, width=110, highlight=False)
     progress_console = Console(file=err or sys.stderr)
     reader = InMemoryMetricReader()
     sampler = RunSpanSampler()
-    telemetry = configure_telemetry(
-        service_name="symfonic-otel-demo",
-        otlp=options.otlp,
-        prometheus_port=options.prometheus_port,
-        set_global=False,
-        span_processors=[SimpleSpanProcessor(sampler)],
-        metric_readers=[reader],
-    )
-    handler = OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider,
-        meter_provider=telemetry.meter_provider,
-        agent_name=AGENT_NAME,
-        run_ttl_s=DEMO_RUN_TTL_S,
-    )
-    if telemetry.prometheus_port is not None:
-        progress_console.print(
-            f"Serving Prometheus metrics on http://127.0.0.1:{telemetry.prometheus_port}/metrics"
-        )
-    names = tenants(options.tenants)
-    runs = plan_runs(options.seed, names)
-    interrupted = False
-    # Ctrl-C may land anywhere from here on (warm-up included): always flush and summarise.
-    try:
-        with Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn()
-            if options.duration_s is None
-            else TextColumn("{task.completed:.0f} runs"),
-            TimeElapsedColumn(),
-            console=progress_console,
-            transient=False,
-        ) as progress:
-            task = progress.add_task(
-                "agent runs", total=None if options.duration_s is not None else options.runs
+    with quiet_logs() as export_warnings:
+        try:
+            telemetry = configure_telemetry(
+                service_name="symfonic-otel-demo",
+                otlp=options.otlp,
+                prometheus_port=options.prometheus_port,
+                set_global=False,
+                span_processors=[SimpleSpanProcessor(sampler)],
+                metric_readers=[reader],
             )
+        except ValueError as exc:
+            if isinstance(exc.__cause__, OSError):
+                reason = exc.__cause__.strerror or str(exc.__cause__)
+                raise DemoError(
+                    f"--prometheus-port {options.prometheus_port}: {reason} "
+                    "(another process serves that port; pick another, or 0 for a free one)"
+                ) from None
+            raise
+        handler = OTelCallbackHandler(
+            tracer_provider=telemetry.tracer_provider,
+            meter_provider=telemetry.meter_provider,
+            agent_name=AGENT_NAME,
+            run_ttl_s=DEMO_RUN_TTL_S,
+        )
+        if telemetry.prometheus_port is not None:
+            progress_console.print(
+                f"Serving Prometheus metrics on http://127.0.0.1:{telemetry.prometheus_port}/metrics"
+            )
+        names = tenants(options.tenants)
+        runs = plan_runs(options.seed, names)
+        sampler.candidates = _sample_candidates(
+            options.seed, names, options.runs if options.duration_s is None else None
+        )
+        interrupted = False
+        # Ctrl-C may land anywhere from here on (warm-up included): always flush and summarise.
+        try:
+            with Progress(
+                TextColumn("[progress.description]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn()
+                if options.duration_s is None
+                else TextColumn("{task.completed:.0f} runs"),
+                TimeElapsedColumn(),
+                console=progress_console,
+                transient=False,
+            ) as progress:
+                task = progress.add_task(
+                    "agent runs", total=None if options.duration_s is not None else options.runs
+                )
 
-            def done(run: PlannedRun) -> None:
-                progress.advance(task)
+                def done(run: PlannedRun) -> None:
+                    progress.advance(task)
 
-            traffic = Traffic(handler, concurrency=options.concurrency, on_done=done)
-            sampler.run_id = _sample_run_id(options.seed, names)
-            asyncio.run(traffic.warm_up(plan_runs(options.seed + 1, names)))
-            if options.duration_s is not None:
-                asyncio.run(traffic.run_for(runs, options.duration_s, options.rate))
-            else:
-                asyncio.run(traffic.run_count(runs, options.runs))
-    except KeyboardInterrupt:
-        interrupted = True
-    # Runs whose end never came (lost workers) are closed now, as at any shutdown.
-    handler.close_open_runs()
-    # After Ctrl-C the user is waiting: give a dead collector seconds, not the default ten.
-    timeout_ms = INTERRUPTED_FLUSH_TIMEOUT_MS if interrupted else FLUSH_TIMEOUT_MS
-    telemetry.force_flush(timeout_millis=timeout_ms)
-    render_summary(console, reader.get_metrics_data(), sampler.spans, partial=interrupted)
-    telemetry.shutdown(timeout_millis=timeout_ms)
+                traffic = Traffic(handler, concurrency=options.concurrency, on_done=done)
+                asyncio.run(traffic.warm_up(plan_runs(options.seed + 1, names), WARM_UP_RUNS))
+                if options.duration_s is not None:
+                    asyncio.run(traffic.run_for(runs, options.duration_s, options.rate))
+                else:
+                    asyncio.run(traffic.run_count(runs, options.runs))
+        except KeyboardInterrupt:
+            interrupted = True
+        context = RunContext(
+            requested_runs=options.runs if options.duration_s is None else None,
+            duration_s=options.duration_s,
+            warm_up_runs=WARM_UP_RUNS,
+            interrupted=interrupted,
+        )
+        try:
+            # Runs whose end never came (lost workers) are closed now, as at any shutdown. The
+            # summary is read from in-memory readers, so it needs no collector: print it first.
+            handler.close_open_runs()
+            render_summary(
+                console, reader.get_metrics_data(), sampler, partial=interrupted, context=context
+            )
+        except KeyboardInterrupt:  # Ctrl-C while printing: stop printing, still shut down
+            interrupted = True
+        interrupted = _finish(telemetry, export_warnings, progress_console, options, interrupted)
     return EXIT_INTERRUPTED if interrupted else 0
 
 
-def _sample_run_id(seed: int, names: list[str]) -> str | None:
-    """The first planned run that bails and is recovered by synthesis: the most telling trace."""
-    for run in plan_runs(seed, names):
-        if run.plan.scenario == "loop_cut" and run.plan.config.synthesize_on_empty_final:
-            return run.run_id
-        if run.index > 10_000:
-            return None
-    return None
+def _finish(
+    telemetry: Telemetry,
+    export_warnings: ExportWarnings,
+    say: Console,
+    options: DemoOptions,
+    interrupted: bool,
+) -> bool:
+    """Flush and shut down within seconds, whatever the collector does; True if interrupted."""
+    budget_s = INTERRUPTED_FLUSH_BUDGET_S if interrupted else FLUSH_BUDGET_S
+    delivered = cut_short = False
+    try:
+        if options.otlp:
+            say.print(f"Sending the telemetry over OTLP (at most {budget_s:g} s; Ctrl-C skips it)")
+        delivered = bounded_flush(telemetry, export_warnings, budget_s)
+    except KeyboardInterrupt:
+        interrupted = cut_short = True
+        say.print(
+            "Interrupted while sending the telemetry: the summary above is complete, "
+            "the collector may have missed part of it."
+        )
+    failed_attempts = export_warnings.count  # later ones: retries the shutdown aborts
+    try:
+        # After a failed flush nothing is worth waiting for: the short timeout shuts the
+        # exporters down, which aborts their retry back-off.
+        telemetry.shutdown(
+            timeout_millis=SHUTDOWN_AFTER_FLUSH_MS if delivered else SHUTDOWN_AFTER_FAILURE_MS
+        )
+    except KeyboardInterrupt:
+        interrupted = cut_short = True
+    if cut_short:  # the user asked to skip the flush: no verdict on the collector
+        return True
+    if options.otlp and failed_attempts:
+        say.print(
+            f"OTLP export failed ({failed_attempts} "
+            f"warning{'' if failed_attempts == 1 else 's'} from the OpenTelemetry SDK, not shown): "
+            "no collector accepted the telemetry at OTEL_EXPORTER_OTLP_ENDPOINT (default "
+            "localhost:4317 for grpc, localhost:4318 for http/protobuf). "
+            "The summary above does not depend on it."
+        )
+    elif options.otlp and not delivered:
+        say.print(
+            f"The OTLP collector did not confirm the telemetry within {budget_s:g} s; "
+            "part of it may be lost."
+        )
+    return interrupted
+
+
+def _sample_candidates(seed: int, names: list[str], runs: int | None) -> dict[str, str]:
+    """Runs whose trace is worth showing, best first, among the runs this demo will make.
+
+    Best: a loop cut handed to the synthesis fallback (the whole contract in one tree); then
+    any other silent bail; then the first run, so a short demo still shows a trace.
+    """
+    best: dict[str, str] = {}
+    bail: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for run in itertools.islice(plan_runs(seed, names), runs or SAMPLE_SCAN_RUNS):
+        plan = run.plan
+        if run.plan.cancel_after_s is not None:
+            continue
+        if not first:
+            first[run.run_id] = f"the first run, {plan.scenario.replace('_', ' ')}"
+        if plan.scenario in BAIL_SCENARIOS:
+            if plan.config.synthesize_on_empty_final and plan.scenario == "loop_cut":
+                best[run.run_id] = "a loop cut handed to the synthesis fallback"
+                break
+            if not bail:
+                bail[run.run_id] = f"a silent bail, {plan.scenario.replace('_', ' ')}"
+    return {**best, **bail, **first}

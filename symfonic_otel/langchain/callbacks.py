@@ -144,7 +144,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             else:
                 self._tree.adopt(key, parent)
         except Exception as exc:
-            self._failures.report("langchain.on_chain_start", exc)
+            self._failures.report("langchain.on_chain_start", exc, run_id=run_id)
 
     def on_chain_end(
         self,
@@ -163,7 +163,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             else:
                 self._tree.release(key)
         except Exception as exc:
-            self._failures.report("langchain.on_chain_end", exc)
+            self._failures.report("langchain.on_chain_end", exc, run_id=run_id)
 
     def on_chain_error(
         self,
@@ -182,7 +182,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             else:
                 self._tree.release(key, interrupted=self._translate.is_interrupt(error))
         except Exception as exc:
-            self._failures.report("langchain.on_chain_error", exc)
+            self._failures.report("langchain.on_chain_error", exc, run_id=run_id)
 
     # --- model calls --------------------------------------------------------------------------
 
@@ -225,7 +225,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             if key is not None:
                 self._translate.end_call(key, response, None)
         except Exception as exc:
-            self._failures.report("langchain.on_llm_end", exc)
+            self._failures.report("langchain.on_llm_end", exc, run_id=run_id)
 
     def on_llm_error(
         self,
@@ -240,7 +240,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             if key is not None:
                 self._translate.end_call(key, None, error)
         except Exception as exc:
-            self._failures.report("langchain.on_llm_error", exc)
+            self._failures.report("langchain.on_llm_error", exc, run_id=run_id)
 
     def _start_call(
         self,
@@ -257,7 +257,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
                     key, run_key(parent_run_id), _mapping(metadata), kwargs, context.get_current()
                 )
         except Exception as exc:
-            self._failures.report(kind, exc)
+            self._failures.report(kind, exc, run_id=run_id)
 
     # --- tools --------------------------------------------------------------------------------
 
@@ -286,7 +286,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
                 context.get_current(),
             )
         except Exception as exc:
-            self._failures.report("langchain.on_tool_start", exc)
+            self._failures.report("langchain.on_tool_start", exc, run_id=run_id)
 
     def on_tool_end(
         self,
@@ -301,7 +301,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             if key is not None:
                 self._translate.end_tool(key, None)
         except Exception as exc:
-            self._failures.report("langchain.on_tool_end", exc)
+            self._failures.report("langchain.on_tool_end", exc, run_id=run_id)
 
     def on_tool_error(
         self,
@@ -316,4 +316,4 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             if key is not None:
                 self._translate.end_tool(key, error)
         except Exception as exc:
-            self._failures.report("langchain.on_tool_error", exc)
+            self._failures.report("langchain.on_tool_error", exc, run_id=run_id)

@@ -1,0 +1,96 @@
+"""The demo's way out: a bounded final flush that stops waiting once export is seen failing.
+
+With no collector listening, the OTLP exporters retry with back-off up to their timeout (10 s by
+default), once per signal, and the SDK writes a "Transient error … retrying" or "Failed to
+export" line per attempt. An interactive demo should neither sit silent for that long nor flood
+the terminal: the SDK's export warnings are counted here instead of printed (the demo says once
+what happened), and the final flush ends early as soon as an attempt fails. Past the flush,
+``Telemetry.shutdown`` with a short timeout shuts the exporters down, which aborts their retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final, Protocol
+
+__all__ = ["ExportWarnings", "bounded_flush", "quiet_logs"]
+
+# The OTLP exporters, the HTTP transport and the SDK's batch processor and metric reader.
+_SDK_LOGGERS: Final = ("opentelemetry.exporter", "opentelemetry.sdk")
+_PACKAGE_LOGGER: Final = "symfonic_otel"
+_POLL_S: Final = 0.05
+
+
+class _Flushable(Protocol):
+    def force_flush(self, timeout_millis: int = ...) -> bool: ...
+
+
+class ExportWarnings(logging.Handler):
+    """Counts the SDK's warnings and errors (export failures, retries) instead of printing them."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self._lock_count = threading.Lock()
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        with self._lock_count:
+            return self._count
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._lock_count:
+            self._count += 1
+
+
+@contextmanager
+def quiet_logs() -> Iterator[ExportWarnings]:
+    """For the demo's duration: the SDK's warnings counted, the package's own lines muted.
+
+    The package's lines (one INFO line per silent bail, of which the demo makes many) tell what
+    the summary already shows. The loggers are restored afterwards: ``run_demo`` may run inside
+    a process that logs.
+    """
+    counter = ExportWarnings()
+    saved: list[tuple[logging.Logger, bool]] = []
+    for name in (*_SDK_LOGGERS, _PACKAGE_LOGGER):
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.propagate))
+        if name != _PACKAGE_LOGGER:
+            logger.addHandler(counter)
+        logger.propagate = False
+    try:
+        yield counter
+    finally:
+        for logger, propagate in saved:
+            logger.removeHandler(counter)
+            logger.propagate = propagate
+
+
+def bounded_flush(telemetry: _Flushable, warnings: ExportWarnings, budget_s: float) -> bool:
+    """Flush on a helper thread; True once it finished, False past ``budget_s`` or on a failure.
+
+    "Failure" is a new SDK warning after the flush began: a refused or unreachable collector
+    fails within milliseconds, and waiting out the retries would not change the outcome. Ctrl-C
+    reaches the caller (the wait is on the main thread); the helper thread is a daemon.
+    """
+    done = threading.Event()
+    before = warnings.count
+    flushed: list[bool] = []
+
+    def flush() -> None:
+        try:
+            flushed.append(bool(telemetry.force_flush(timeout_millis=int(budget_s * 1000))))
+        finally:
+            done.set()
+
+    threading.Thread(target=flush, name="symfonic-otel-demo-flush", daemon=True).start()
+    deadline = time.monotonic() + budget_s
+    while not done.wait(_POLL_S):
+        if warnings.count > before or time.monotonic() >= deadline:
+            return False
+    return flushed == [True] and warnings.count == before
