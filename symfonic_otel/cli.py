@@ -40,6 +40,32 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _tenants(text: str) -> int | tuple[str, ...]:
+    """A count (``5``) or comma-separated names (``acme,globex``)."""
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        if text.strip().lstrip("+-").isdigit():
+            raise
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected a count or comma-separated names, got {text!r}")
+    return names
+
+
+def _noisy(text: str) -> list[tuple[str, str]]:
+    """``TENANT=KIND[,TENANT=KIND...]``, or ``none``: checked against the tenants later."""
+    if text.strip() == "none":
+        return []
+    pairs = []
+    for item in text.split(","):
+        tenant, sep, kind = (part.strip() for part in item.partition("="))
+        if not sep or not tenant or not kind:
+            raise argparse.ArgumentTypeError(f"expected TENANT=KIND or none, got {item.strip()!r}")
+        pairs.append((tenant, kind))
+    return pairs
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad options: one clear line on stderr and exit code 2 (no usage dump)."""
 
@@ -61,7 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
         "and print what the telemetry shows. Needs no server.",
     )
     demo.add_argument("--runs", type=_positive_int, default=240, help="runs (default 240)")
-    demo.add_argument("--tenants", type=_positive_int, default=5, help="tenants (default 5)")
+    demo.add_argument(
+        "--tenants", type=_tenants, default=5, metavar="N|NAME,...",
+        help="how many tenants, or their names (default 5)",
+    )
     demo.add_argument("--seed", type=int, default=7, help="same seed, same output (default 7)")
     demo.add_argument(
         "--prometheus-port", type=_port, default=None, metavar="PORT",
@@ -73,6 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--rate", type=_positive_float, default=20.0, help="runs per second with --duration"
+    )
+    demo.add_argument(
+        "--noisy", type=_noisy, action="append", default=None, metavar="TENANT=KIND",
+        help="make a tenant misbehave: KIND is silent_bail, errors or truncation (repeatable; "
+        "'none': no noisy tenant; default: globex=silent_bail)",
+    )
+    demo.add_argument(
+        "--noisy-for", type=_positive_float, default=None, metavar="SECONDS",
+        help="with --duration: noisy tenants turn ordinary after this long",
     )
     demo.add_argument(
         "--otlp", action="store_true",
@@ -105,18 +143,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
 
         _quiet_logs()
-        if args.tenants > 1000:
-            print("symfonic-otel: error: --tenants must be at most 1000", file=sys.stderr)
+        noisy = None if args.noisy is None else tuple(p for pairs in args.noisy for p in pairs)
+        if args.noisy is not None and [] in args.noisy and noisy:
+            print("symfonic-otel: error: --noisy none cannot be combined", file=sys.stderr)
             return EXIT_USAGE
-        options = DemoOptions(
-            runs=args.runs,
-            tenants=args.tenants,
-            seed=args.seed,
-            prometheus_port=args.prometheus_port,
-            duration_s=args.duration,
-            rate=args.rate,
-            otlp=args.otlp,
-        )
+        try:
+            options = DemoOptions(
+                runs=args.runs,
+                tenants=args.tenants,
+                seed=args.seed,
+                prometheus_port=args.prometheus_port,
+                duration_s=args.duration,
+                rate=args.rate,
+                otlp=args.otlp,
+                noisy=noisy,
+                noisy_for_s=args.noisy_for,
+            )
+        except ValueError as exc:  # a flag's value that only makes sense with the others
+            print(f"symfonic-otel: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         return run_demo(options)
     from symfonic_otel.dashboards import export as export_dashboards
 

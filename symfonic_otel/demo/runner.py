@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -13,8 +14,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from symfonic_otel.demo.levers import NoisyClock, noisy_tenants, tenant_names
 from symfonic_otel.demo.report import RunSpanSampler, render_summary
-from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs, tenants
+from symfonic_otel.demo.scenarios import NoisyKind
+from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.setup import configure_telemetry
 
@@ -31,17 +34,28 @@ DEMO_RUN_TTL_S = 5.0
 @dataclass(frozen=True)
 class DemoOptions:
     runs: int = 240
-    tenants: int = 5
+    tenants: int | tuple[str, ...] = 5
+    """A count, or the tenants' names."""
     seed: int = 7
     prometheus_port: int | None = None
     duration_s: float | None = None
     rate: float = 20.0
     otlp: bool = False
     concurrency: int = 32
+    noisy: tuple[tuple[str, str], ...] | None = None
+    """(tenant, kind) pairs; ``None``: globex bails (when it is a tenant); ``()``: none noisy."""
+    noisy_for_s: float | None = None
+    """With ``duration_s``: noisy tenants turn ordinary after this long."""
 
     def __post_init__(self) -> None:
         _whole("--runs", self.runs, minimum=1)
-        _whole("--tenants", self.tenants, minimum=1, maximum=1000)
+        if not isinstance(self.tenants, tuple):
+            _whole("--tenants", self.tenants, minimum=1, maximum=1000)
+        noisy_tenants(self.noisy, tenant_names(self.tenants))
+        if self.noisy_for_s is not None:
+            _positive("--noisy-for", self.noisy_for_s)
+            if self.duration_s is None:
+                raise ValueError("--noisy-for needs --duration")
         _whole("--seed", self.seed, minimum=None)
         if self.prometheus_port is not None:
             _whole("--prometheus-port", self.prometheus_port, minimum=0, maximum=65535)
@@ -94,8 +108,14 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
         progress_console.print(
             f"Serving Prometheus metrics on http://127.0.0.1:{telemetry.prometheus_port}/metrics"
         )
-    names = tenants(options.tenants)
-    runs = plan_runs(options.seed, names)
+    names = tenant_names(options.tenants)
+    noisy = noisy_tenants(options.noisy, names)
+    clock = NoisyClock(options.noisy_for_s)
+    runs = plan_runs(options.seed, names, noisy, clock)
+    if noisy:
+        until = "" if options.noisy_for_s is None else f" for {options.noisy_for_s:g} s"
+        kinds = ", ".join(f"{tenant} ({kind})" for tenant, kind in noisy.items())
+        progress_console.print(f"Noisy tenants{until}: {kinds}")
     interrupted = False
     # Ctrl-C may land anywhere from here on (warm-up included): always flush and summarise.
     try:
@@ -117,8 +137,9 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
                 progress.advance(task)
 
             traffic = Traffic(handler, concurrency=options.concurrency, on_done=done)
-            sampler.run_id = _sample_run_id(options.seed, names)
-            asyncio.run(traffic.warm_up(plan_runs(options.seed + 1, names)))
+            sampler.run_id = _sample_run_id(options.seed, names, noisy)
+            asyncio.run(traffic.warm_up(plan_runs(options.seed + 1, names, noisy)))
+            clock.start()
             if options.duration_s is not None:
                 asyncio.run(traffic.run_for(runs, options.duration_s, options.rate))
             else:
@@ -135,9 +156,9 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
     return EXIT_INTERRUPTED if interrupted else 0
 
 
-def _sample_run_id(seed: int, names: list[str]) -> str | None:
+def _sample_run_id(seed: int, names: list[str], noisy: Mapping[str, NoisyKind]) -> str | None:
     """The first planned run that bails and is recovered by synthesis: the most telling trace."""
-    for run in plan_runs(seed, names):
+    for run in plan_runs(seed, names, noisy):
         if run.plan.scenario == "loop_cut" and run.plan.config.synthesize_on_empty_final:
             return run.run_id
         if run.index > 10_000:
