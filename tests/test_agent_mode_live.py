@@ -47,7 +47,7 @@ pytestmark = pytest.mark.timeout(240)
 def shipped_agent_config() -> dict[str, Any]:
     """The shipped agent-mode configuration in dashboards/prometheus/, or, until one ships, its
     minimal equivalent: scrape the local agent processes, remote-write everything."""
-    for path in sorted(DASHBOARDS.glob("prometheus/*agent*.y*ml")):
+    for path in sorted(DASHBOARDS.rglob("*agent*.y*ml")):
         loaded: dict[str, Any] = yaml.safe_load(path.read_text())
         return loaded
     return {

@@ -58,7 +58,8 @@ pytestmark = pytest.mark.timeout(300)
 def shipped_alertmanager_config() -> dict[str, Any]:
     """The example Alertmanager configuration in dashboards/alertmanager/, or, until one ships,
     its minimal equivalent: one receiver, alerts grouped by tenant."""
-    for path in sorted(DASHBOARDS.glob("alertmanager/*.y*ml")):
+    candidates = [*DASHBOARDS.glob("alertmanager/*.y*ml"), *DASHBOARDS.rglob("*alertmanager*.y*ml")]
+    for path in sorted(dict.fromkeys(candidates)):
         if "test" not in path.name:
             loaded: dict[str, Any] = yaml.safe_load(path.read_text())
             return loaded
