@@ -54,6 +54,32 @@ def _directory(text: str) -> str:
     return text
 
 
+def _tenants(text: str) -> int | tuple[str, ...]:
+    """A count (``5``) or comma-separated names (``acme,globex``)."""
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        if text.strip().lstrip("+-").isdigit():
+            raise
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected a count or comma-separated names, got {text!r}")
+    return names
+
+
+def _noisy(text: str) -> list[tuple[str, str]]:
+    """``TENANT=KIND[,TENANT=KIND...]``, or ``none``: checked against the tenants later."""
+    if text.strip() == "none":
+        return []
+    pairs = []
+    for item in text.split(","):
+        tenant, sep, kind = (part.strip() for part in item.partition("="))
+        if not sep or not tenant or not kind:
+            raise argparse.ArgumentTypeError(f"expected TENANT=KIND or none, got {item.strip()!r}")
+        pairs.append((tenant, kind))
+    return pairs
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad options: one clear line on stderr and exit code 2 (no usage dump)."""
 
@@ -81,14 +107,26 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"how many runs (default {DEFAULT_RUNS}); not with --duration",
     )
-    demo.add_argument("--tenants", type=_positive_int, default=5, help="tenants (default 5)")
+    demo.add_argument(
+        "--tenants",
+        type=_tenants,
+        default=5,
+        metavar="N|NAME,...",
+        help="how many tenants, or their names (default 5)",
+    )
     demo.add_argument("--seed", type=int, default=7, help="same seed, same output (default 7)")
     demo.add_argument(
-        "--prometheus-port", type=_port, default=None, metavar="PORT",
+        "--prometheus-port",
+        type=_port,
+        default=None,
+        metavar="PORT",
         help="serve /metrics on 127.0.0.1:PORT (0 picks a free port)",
     )
     demo.add_argument(
-        "--duration", type=_positive_float, default=None, metavar="SECONDS",
+        "--duration",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
         help="keep producing traffic at a steady rate for this long (instead of --runs)",
     )
     demo.add_argument(
@@ -98,7 +136,24 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"runs per second, with --duration only (default {DEFAULT_RATE:g})",
     )
     demo.add_argument(
-        "--otlp", action="store_true",
+        "--noisy",
+        type=_noisy,
+        action="append",
+        default=None,
+        metavar="TENANT=KIND",
+        help="make a tenant misbehave: KIND is silent_bail, errors or truncation (repeatable; "
+        "'none': no noisy tenant; default: globex=silent_bail)",
+    )
+    demo.add_argument(
+        "--noisy-for",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="with --duration: noisy tenants turn ordinary after this long",
+    )
+    demo.add_argument(
+        "--otlp",
+        action="store_true",
         help="also export over OTLP, configured by the standard OTEL_EXPORTER_OTLP_* variables",
     )
 
@@ -151,18 +206,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("symfonic-otel: interrupted", file=sys.stderr)
             return 130
 
-        if args.tenants > 1000:
-            print("symfonic-otel: error: --tenants must be at most 1000", file=sys.stderr)
-            return EXIT_USAGE
-        options = DemoOptions(
-            runs=args.runs,
-            tenants=args.tenants,
-            seed=args.seed,
-            prometheus_port=args.prometheus_port,
-            duration_s=args.duration,
-            rate=args.rate,
-            otlp=args.otlp,
-        )
+        noisy = None if args.noisy is None else tuple(p for pairs in args.noisy for p in pairs)
+        if args.noisy is not None and [] in args.noisy and noisy:
+            return _usage_error("symfonic-otel demo", "--noisy none cannot be combined")
+        try:
+            options = DemoOptions(
+                runs=args.runs,
+                tenants=args.tenants,
+                seed=args.seed,
+                prometheus_port=args.prometheus_port,
+                duration_s=args.duration,
+                rate=args.rate,
+                otlp=args.otlp,
+                noisy=noisy,
+                noisy_for_s=args.noisy_for,
+            )
+        except ValueError as exc:  # a flag's value that only makes sense with the others
+            return _usage_error("symfonic-otel demo", str(exc))
         try:
             return run_demo(options)
         except DemoError as exc:

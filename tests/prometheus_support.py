@@ -5,6 +5,10 @@
         prom.query('sum(rate(symfonic_agent_runs_total[30s]))')   # -> list of results
         prom.alerts()                                                # -> list of active alerts
 
+It can also send its alerts to Alertmanagers (``alertmanagers=``), receive remote writes
+(``extra_args=["--web.enable-remote-write-receiver"]``), or run in agent mode
+(``agent_mode=True``: scrape and remote-write only, no rules, no queries).
+
 Only the standard library talks to it (``urllib``). ``require_binary`` makes a missing
 ``prometheus`` / ``promtool`` a failure when the ``CI`` environment variable is set and a skip
 otherwise.
@@ -42,12 +46,12 @@ class PrometheusError(RuntimeError):
     """Prometheus did not start, or answered a request with an error."""
 
 
-def require_binary(name: str) -> str:
+def require_binary(name: str, package: str = "prometheus") -> str:
     """Path of the executable ``name``; fail in CI (env ``CI`` set) or skip when it is missing."""
     path = shutil.which(name)
     if path is not None:
         return path
-    message = f"`{name}` is not on PATH (Debian/Ubuntu: apt-get install prometheus)"
+    message = f"`{name}` is not on PATH (Debian/Ubuntu: apt-get install {package})"
     if os.environ.get("CI"):
         pytest.fail(f"{message}; CI must run this test", pytrace=False)
     pytest.skip(message)
@@ -74,6 +78,11 @@ class PrometheusServer:
         evaluation_interval: str = "1s",
         job_name: str = "symfonic",
         binary: str | None = None,
+        alertmanagers: Sequence[str] = (),
+        remote_write: Sequence[dict[str, Any]] = (),
+        agent_mode: bool = False,
+        config: dict[str, Any] | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.workdir = Path(workdir)
         self.scrape_targets = list(scrape_targets)
@@ -82,6 +91,11 @@ class PrometheusServer:
         self.evaluation_interval = evaluation_interval
         self.job_name = job_name
         self.binary = binary
+        self.alertmanagers = list(alertmanagers)
+        self.remote_write = list(remote_write)
+        self.agent_mode = agent_mode
+        self.config = config  # a whole configuration, instead of the generated one
+        self.extra_args = list(extra_args)
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._log_path = self.workdir / "prometheus.log"
@@ -97,7 +111,11 @@ class PrometheusServer:
         return self.workdir / "prometheus.yml"
 
     def write_config(self) -> Path:
-        config = {
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.config is not None:
+            self.config_path.write_text(json.dumps(self.config, indent=2))
+            return self.config_path
+        config: dict[str, Any] = {
             "global": {
                 "scrape_interval": self.scrape_interval,
                 "scrape_timeout": self.scrape_interval,
@@ -109,9 +127,18 @@ class PrometheusServer:
                     "job_name": self.job_name,
                     "static_configs": [{"targets": self.scrape_targets}],
                 }
-            ],
+            ]
+            if self.scrape_targets
+            else [],
         }
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.agent_mode:
+            del config["rule_files"], config["global"]["evaluation_interval"]
+        if self.alertmanagers:
+            config["alerting"] = {
+                "alertmanagers": [{"static_configs": [{"targets": self.alertmanagers}]}]
+            }
+        if self.remote_write:
+            config["remote_write"] = self.remote_write
         # JSON is valid YAML: no YAML library needed.
         self.config_path.write_text(json.dumps(config, indent=2))
         return self.config_path
@@ -123,16 +150,23 @@ class PrometheusServer:
         for _attempt in range(3):  # the free port can be taken between probe and bind
             self.port = free_port()
             storage = self.workdir / f"tsdb-{self.port}"
+            if self.agent_mode:  # agent mode refuses the TSDB flags
+                storage_args = ["--enable-feature=agent", f"--storage.agent.path={storage}"]
+            else:
+                storage_args = [
+                    f"--storage.tsdb.path={storage}",
+                    "--storage.tsdb.retention.time=1h",
+                ]
             log = self._log_path.open("ab")
             try:
                 self._process = subprocess.Popen(
                     [
                         binary,
                         f"--config.file={self.config_path}",
-                        f"--storage.tsdb.path={storage}",
+                        *storage_args,
                         f"--web.listen-address=127.0.0.1:{self.port}",
-                        "--storage.tsdb.retention.time=1h",
                         "--log.level=warn",
+                        *self.extra_args,
                     ],
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -12,9 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
@@ -34,10 +32,8 @@ from symfonic_otel.events import (
     LLMEndEvent,
     ReactLoopEndEvent,
 )
+from tests.fleet_support import DASHBOARDS, RULES, DemoProcess, silent_bail_pages
 from tests.prometheus_support import PrometheusServer, free_port, require_binary
-
-DASHBOARDS = Path(__file__).resolve().parent.parent / "dashboards"
-RULES = DASHBOARDS / "prometheus" / "symfonic-rules.yml"
 
 # The demo's default tenants; `globex` is the one whose silent-bail rate is several times the rest.
 NOISY = "globex"
@@ -55,42 +51,18 @@ SUBSTITUTIONS = {  # Grafana variables -> values for a direct Prometheus query
     "$__range": "1m",
     "$tenant": ".*",
 }
-SILENT_BAIL_ALERT = "SymfonicSilentBailRateHigh"
+# The alerts that page on a tenant's silent-bail rate, as shipped.
+SILENT_BAIL_PAGES = frozenset(silent_bail_pages(yaml.safe_load(RULES.read_text())))
+# The recorded silent-bail ratio per tenant (the 10-minute one where there are several).
+SILENT_BAIL_RATIO = min(
+    re.findall(r"record:\s*(\S*silent_bail_ratio\S*)", RULES.read_text()),
+    key=lambda name: (not name.endswith(":rate10m"), name),
+)
 
 pytestmark = pytest.mark.timeout(180)
 
 
 # --- traffic: the demo, plus one low-volume tenant served next to it ---------------------------
-
-
-@contextlib.contextmanager
-def demo_traffic(port: int, duration_s: float) -> Iterator[None]:
-    """``symfonic-otel demo`` serving /metrics on 127.0.0.1:``port`` while it produces traffic."""
-    command = [
-        sys.executable,
-        "-m",
-        "symfonic_otel",
-        "demo",
-        "--prometheus-port",
-        str(port),
-        "--duration",
-        str(duration_s),
-        "--rate",
-        str(DEMO_RATE),
-    ]
-    process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        yield
-        assert process.poll() is None, f"the demo stopped early: {process.stderr.read()[-2000:]}"
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @contextlib.contextmanager
@@ -183,7 +155,7 @@ def _silent_bail_tenants(prom: PrometheusServer) -> set[str]:
     return {
         alert["labels"].get("tenant_id", "")
         for alert in prom.alerts()
-        if alert["labels"].get("alertname") == SILENT_BAIL_ALERT
+        if alert["labels"].get("alertname") in SILENT_BAIL_PAGES
         and alert.get("state") in ("pending", "firing")
     }
 
@@ -200,19 +172,20 @@ def test_every_panel_query_returns_data_and_silent_bail_alert_fires_for_noisy_te
     queries = dashboard_queries()
     assert len(queries) > 30
 
-    demo_port, low_volume_port = free_port(), free_port()
-    targets = [f"127.0.0.1:{demo_port}", f"127.0.0.1:{low_volume_port}"]
+    low_volume_port = free_port()
     with (
-        demo_traffic(demo_port, duration_s=120.0),
+        DemoProcess(tmp_path / "demo", duration_s=120.0, rate=DEMO_RATE) as demo,
         low_volume_target(low_volume_port, duration_s=120.0),
         PrometheusServer(
-            tmp_path / "prometheus", scrape_targets=targets, rule_files=[rules]
+            tmp_path / "prometheus",
+            scrape_targets=[demo.target, f"127.0.0.1:{low_volume_port}"],
+            rule_files=[rules],
         ) as prom,
     ):
         # The scrape works and the rules loaded.
         assert prom.wait_for(lambda: len(prom.query("up == 1")) == 2, timeout_s=30), prom.log_tail()
         loaded = {rule["name"] for group in prom.rules() for rule in group["rules"]}
-        assert SILENT_BAIL_ALERT in loaded
+        assert SILENT_BAIL_PAGES and loaded >= SILENT_BAIL_PAGES
 
         # The silent-bail alert goes pending / firing for the noisy tenant, never for another.
         seen: set[str] = set()
@@ -222,7 +195,7 @@ def test_every_panel_query_returns_data_and_silent_bail_alert_fires_for_noisy_te
             return NOISY in seen
 
         assert prom.wait_for(noisy_alerted, timeout_s=30), (
-            f"{SILENT_BAIL_ALERT} never fired for {NOISY}; alerts: {prom.alerts()}"
+            f"{sorted(SILENT_BAIL_PAGES)} never fired for {NOISY}; alerts: {prom.alerts()}"
         )
 
         # Every panel query returns data (retried while counters accumulate).
@@ -246,12 +219,14 @@ def test_every_panel_query_returns_data_and_silent_bail_alert_fires_for_noisy_te
         # The low-volume tenant (100 % bails) and the steady tenants never alerted.
         seen.update(_silent_bail_tenants(prom))
         assert seen == {NOISY}, f"silent-bail alert for {sorted(seen - {NOISY})}"
+        assert demo.running(), demo.stderr()[-2000:]
+
         # ... and it is the volume guard that keeps the low-volume tenant quiet: without it, its
         # 100 % bail rate would cross the threshold.
         # (Polled: a scrape that times out on a loaded machine marks a target's series stale
         # until the next scrape, so one instant query can miss a tenant.)
         def over_threshold() -> dict[str, float]:
-            unguarded = prom.query("tenant_id:symfonic_react_silent_bail_ratio:rate10m > 0.10")
+            unguarded = prom.query(f"{SILENT_BAIL_RATIO} > 0.10")
             over = {s["metric"]["tenant_id"]: float(s["value"][1]) for s in unguarded}
             return over if LOW_VOLUME in over and NOISY in over else {}
 

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -15,9 +16,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, quiet_logs
+from symfonic_otel.demo.levers import NoisyClock, noisy_tenants, tenant_names
 from symfonic_otel.demo.notes import RunContext
 from symfonic_otel.demo.report import RunSpanSampler, render_summary
-from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs, tenants
+from symfonic_otel.demo.scenarios import NoisyKind
+from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.setup import Telemetry, configure_telemetry
 
@@ -41,17 +44,28 @@ DEMO_RUN_TTL_S = 5.0
 @dataclass(frozen=True)
 class DemoOptions:
     runs: int = 240
-    tenants: int = 5
+    tenants: int | tuple[str, ...] = 5
+    """A count, or the tenants' names."""
     seed: int = 7
     prometheus_port: int | None = None
     duration_s: float | None = None
     rate: float = 20.0
     otlp: bool = False
     concurrency: int = 32
+    noisy: tuple[tuple[str, str], ...] | None = None
+    """(tenant, kind) pairs; ``None``: globex bails (when it is a tenant); ``()``: none noisy."""
+    noisy_for_s: float | None = None
+    """With ``duration_s``: noisy tenants turn ordinary after this long."""
 
     def __post_init__(self) -> None:
         _whole("--runs", self.runs, minimum=1)
-        _whole("--tenants", self.tenants, minimum=1, maximum=1000)
+        if not isinstance(self.tenants, tuple):
+            _whole("--tenants", self.tenants, minimum=1, maximum=1000)
+        noisy_tenants(self.noisy, tenant_names(self.tenants))
+        if self.noisy_for_s is not None:
+            _positive("--noisy-for", self.noisy_for_s)
+            if self.duration_s is None:
+                raise ValueError("--noisy-for needs --duration")
         _whole("--seed", self.seed, minimum=None)
         if self.prometheus_port is not None:
             _whole("--prometheus-port", self.prometheus_port, minimum=0, maximum=65535)
@@ -121,10 +135,16 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
             progress_console.print(
                 f"Serving Prometheus metrics on http://127.0.0.1:{telemetry.prometheus_port}/metrics"
             )
-        names = tenants(options.tenants)
-        runs = plan_runs(options.seed, names)
+        names = tenant_names(options.tenants)
+        noisy = noisy_tenants(options.noisy, names)
+        clock = NoisyClock(options.noisy_for_s)
+        runs = plan_runs(options.seed, names, noisy, clock)
+        if noisy:
+            until = "" if options.noisy_for_s is None else f" for {options.noisy_for_s:g} s"
+            kinds = ", ".join(f"{tenant} ({kind})" for tenant, kind in noisy.items())
+            progress_console.print(f"Noisy tenants{until}: {kinds}")
         sampler.candidates = _sample_candidates(
-            options.seed, names, options.runs if options.duration_s is None else None
+            options.seed, names, noisy, options.runs if options.duration_s is None else None
         )
         interrupted = False
         # Ctrl-C may land anywhere from here on (warm-up included): always flush and summarise.
@@ -147,7 +167,10 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
                     progress.advance(task)
 
                 traffic = Traffic(handler, concurrency=options.concurrency, on_done=done)
-                asyncio.run(traffic.warm_up(plan_runs(options.seed + 1, names), WARM_UP_RUNS))
+                asyncio.run(
+                    traffic.warm_up(plan_runs(options.seed + 1, names, noisy), WARM_UP_RUNS)
+                )
+                clock.start()
                 if options.duration_s is not None:
                     asyncio.run(traffic.run_for(runs, options.duration_s, options.rate))
                 else:
@@ -220,7 +243,9 @@ def _finish(
     return interrupted
 
 
-def _sample_candidates(seed: int, names: list[str], runs: int | None) -> dict[str, str]:
+def _sample_candidates(
+    seed: int, names: list[str], noisy: Mapping[str, NoisyKind], runs: int | None
+) -> dict[str, str]:
     """Runs whose trace is worth showing, best first, among the runs this demo will make.
 
     Best: a loop cut handed to the synthesis fallback (the whole contract in one tree); then
@@ -229,7 +254,7 @@ def _sample_candidates(seed: int, names: list[str], runs: int | None) -> dict[st
     best: dict[str, str] = {}
     bail: dict[str, str] = {}
     first: dict[str, str] = {}
-    for run in itertools.islice(plan_runs(seed, names), runs or SAMPLE_SCAN_RUNS):
+    for run in itertools.islice(plan_runs(seed, names, noisy), runs or SAMPLE_SCAN_RUNS):
         plan = run.plan
         if run.plan.cancel_after_s is not None:
             continue

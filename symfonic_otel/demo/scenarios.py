@@ -9,16 +9,31 @@ buckets do not move with scheduling jitter.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
 
 from symfonic_otel.agent import FrameworkConfig
 
-__all__ = ["SCENARIOS", "TOOLS", "Scenario", "ScenarioPlan", "pick_scenario"]
+__all__ = [
+    "NOISY_KINDS",
+    "SCENARIOS",
+    "TOOLS",
+    "Behaviour",
+    "NoisyKind",
+    "Scenario",
+    "ScenarioPlan",
+    "pick_scenario",
+]
+
+NoisyKind = Literal["silent_bail", "errors", "truncation"]
+"""How a noisy tenant misbehaves: bails far more often, fails at the provider, or gets answers
+cut at the token limit (stop reason ``max_tokens``)."""
+Behaviour = Literal["ordinary", NoisyKind]
+NOISY_KINDS: Final[tuple[NoisyKind, ...]] = get_args(NoisyKind)
 
 # Seconds each scripted call "takes": the geometric centres of GenAI duration buckets, as
 # far from both edges as can be, so scheduling jitter never moves a call to another bucket.
@@ -72,8 +87,8 @@ class ScenarioPlan:
 class Scenario:
     name: str
     build: Callable[[random.Random, str], ScenarioPlan]
-    weight_normal: float
-    weight_noisy: float
+    weights: Mapping[Behaviour, float]
+    """Relative weight of the scenario in each tenant behaviour's mix."""
     tags: Sequence[str] = field(default_factory=tuple)
 
 
@@ -91,11 +106,14 @@ def _model(rng: random.Random) -> tuple[str, str, float]:
     return rng.choice(MODELS)
 
 
-def _final(model: str, provider: str, text: str, usage: dict[str, int]) -> AIMessage:
+def _final(
+    model: str, provider: str, text: str, usage: dict[str, int], *, truncated: bool = False
+) -> AIMessage:
+    """A terminal turn; ``truncated``: cut at the output-token limit, in the provider's words."""
     meta: dict[str, Any] = (
-        {"stop_reason": "end_turn", "model": model}
+        {"stop_reason": "max_tokens" if truncated else "end_turn", "model": model}
         if provider == "anthropic"
-        else {"finish_reason": "stop", "model_name": model}
+        else {"finish_reason": "length" if truncated else "stop", "model_name": model}
     )
     return AIMessage(content=text, response_metadata=meta, usage_metadata=usage)
 
@@ -167,8 +185,12 @@ def _qwen_salvage(rng: random.Random, tenant: str) -> ScenarioPlan:
     m = ("qwen3-max", "dashscope", FAST)
     script = [
         _tool_turn(
-            m[0], m[1], [("search_docs", {"query": "refund"})], _usage(rng, 1000, 60),
-            text="Refunds are accepted within 30 days of delivery.", stop="stop",
+            m[0],
+            m[1],
+            [("search_docs", {"query": "refund"})],
+            _usage(rng, 1000, 60),
+            text="Refunds are accepted within 30 days of delivery.",
+            stop="stop",
         )
     ]
     return _plan("qwen_salvage", m, script, "Can I get a refund?")
@@ -221,6 +243,13 @@ def _fabrication(rng: random.Random, tenant: str, *, mode: str) -> ScenarioPlan:
     return _plan(f"fabrication_{mode}", m, script, "Where is the refund policy?", config)
 
 
+def _truncated(rng: random.Random, tenant: str) -> ScenarioPlan:
+    m = _model(rng)
+    text = "To request a refund, open the order, choose the items to return and"
+    script = [_final(m[0], m[1], text, _usage(rng, 1000, 256), truncated=True)]
+    return _plan("truncated", m, script, "How do I request a refund?")
+
+
 class DemoProviderError(RuntimeError):
     """The demo's stand-in for a provider outage (HTTP 529, overloaded)."""
 
@@ -236,37 +265,61 @@ def _cancelled(rng: random.Random, tenant: str) -> ScenarioPlan:
     return _plan("cancelled", m, script, "Long question", cancel_after_s=SLOW / 2)
 
 
+def _weights(
+    ordinary: float,
+    *,
+    silent_bail: float | None = None,
+    errors: float | None = None,
+    truncation: float | None = None,
+) -> dict[Behaviour, float]:
+    """A scenario's weight per behaviour; a noisy mix is the ordinary one where not given."""
+    return {
+        "ordinary": ordinary,
+        "silent_bail": ordinary if silent_bail is None else silent_bail,
+        "errors": ordinary if errors is None else errors,
+        "truncation": ordinary if truncation is None else truncation,
+    }
+
+
+# The ordinary mix (weights sum to 100, so each is a percentage) keeps every tenant well below
+# every alert threshold: 1 % silent bails, 0.35 % empty answers, 0.8 % errors, 0.7 % answers
+# cut at max_tokens, 2 % fabrication refusals. Each noisy mix raises one failure far above its
+# threshold and leaves the others ordinary: silent_bail 58 % bails (36 % of runs left empty),
+# errors 29 % provider errors, truncation 29 % answers cut at max_tokens.
 SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("answer", _answer, 30, 10),
-    Scenario("tool_round_trip", _tool_round_trip, 30, 10),
-    Scenario("qwen_salvage", _qwen_salvage, 6, 4),
+    Scenario("answer", _answer, _weights(48, silent_bail=10)),
+    Scenario("tool_round_trip", _tool_round_trip, _weights(34, silent_bail=10)),
+    Scenario("qwen_salvage", _qwen_salvage, _weights(6, silent_bail=4)),
     Scenario(
         "loop_cut_synthesis_recovered",
-        lambda r, t: _loop_cut(r, t, synthesize=True, recovers=True), 0.5, 10,
+        lambda r, t: _loop_cut(r, t, synthesize=True, recovers=True),
+        _weights(0.35, silent_bail=10),
     ),
     Scenario(
         "loop_cut_unrecovered",
         lambda r, t: _loop_cut(r, t, synthesize=False, recovers=False),
-        0.25,
-        12,
+        _weights(0.15, silent_bail=12),
     ),
-    Scenario("iteration_cap", _iteration_cap, 0.25, 10),
+    Scenario("iteration_cap", _iteration_cap, _weights(0.1, silent_bail=10)),
     Scenario(
         "empty_recovered",
-        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=True), 0.5, 8,
+        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=True),
+        _weights(0.3, silent_bail=8),
     ),
     Scenario(
         "empty_unrecovered",
-        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=False), 0.25, 8,
+        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=False),
+        _weights(0.1, silent_bail=8),
     ),
-    Scenario("fabrication_observe", lambda r, t: _fabrication(r, t, mode="observe"), 4, 4),
-    Scenario("fabrication_revise", lambda r, t: _fabrication(r, t, mode="revise"), 3, 3),
-    Scenario("fabrication_refuse", lambda r, t: _fabrication(r, t, mode="refuse"), 3, 3),
-    Scenario("provider_error", _provider_error, 3, 4),
-    Scenario("cancelled", _cancelled, 1, 1),
+    Scenario("fabrication_observe", lambda r, t: _fabrication(r, t, mode="observe"), _weights(4)),
+    Scenario("fabrication_revise", lambda r, t: _fabrication(r, t, mode="revise"), _weights(3)),
+    Scenario("fabrication_refuse", lambda r, t: _fabrication(r, t, mode="refuse"), _weights(2)),
+    Scenario("provider_error", _provider_error, _weights(0.8, errors=40)),
+    Scenario("truncated", _truncated, _weights(0.7, truncation=40)),
+    Scenario("cancelled", _cancelled, _weights(0.5)),
 )
 
 
-def pick_scenario(rng: random.Random, noisy: bool) -> Scenario:
-    weights = [s.weight_noisy if noisy else s.weight_normal for s in SCENARIOS]
+def pick_scenario(rng: random.Random, behaviour: Behaviour = "ordinary") -> Scenario:
+    weights = [scenario.weights[behaviour] for scenario in SCENARIOS]
     return rng.choices(SCENARIOS, weights=weights, k=1)[0]

@@ -6,29 +6,29 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from symfonic_otel.agent import ReactAgent
-from symfonic_otel.demo.scenarios import TOOLS, DemoProviderError, ScenarioPlan, pick_scenario
+from symfonic_otel.demo.levers import noisy_tenants
+from symfonic_otel.demo.scenarios import (
+    TOOLS,
+    Behaviour,
+    DemoProviderError,
+    NoisyKind,
+    ScenarioPlan,
+    pick_scenario,
+)
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.tenancy import tenant_scope
 from symfonic_otel.testing.scripted import ScriptedChatModel
 
-__all__ = ["NOISY_TENANT_INDEX", "TENANT_NAMES", "PlannedRun", "Traffic", "plan_runs", "tenants"]
+__all__ = ["PlannedRun", "Traffic", "plan_runs"]
 
-TENANT_NAMES = ("acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka")
-NOISY_TENANT_INDEX = 1  # "globex": its silent-bail rate is several times everyone else's
 AGENT_NAME = "support"
 LOST_RUN_EVERY = 60  # one run in ~60 starts on a worker that "crashes": its end never arrives
 RETRIED_END_EVERY = 40  # one run in ~40 has its AgentEnd delivered twice by a retrying emitter
-
-
-def tenants(count: int) -> list[str]:
-    names = list(TENANT_NAMES[:count])
-    names.extend(f"tenant-{i + 1}" for i in range(len(names), count))
-    return names
 
 
 @dataclass(frozen=True)
@@ -36,24 +36,37 @@ class PlannedRun:
     index: int
     run_id: str
     tenant: str
+    behaviour: Behaviour
     plan: ScenarioPlan
     lost_worker: bool
     retried_end: bool
 
 
-def plan_runs(seed: int, tenant_names: list[str]) -> Iterator[PlannedRun]:
-    """An endless, reproducible sequence of runs: same seed, same runs."""
+def plan_runs(
+    seed: int,
+    tenant_names: list[str],
+    noisy: Mapping[str, NoisyKind] | None = None,
+    misbehaving: Callable[[], bool] = lambda: True,
+) -> Iterator[PlannedRun]:
+    """An endless, reproducible sequence of runs: same seed (and noisy period), same runs.
+
+    ``noisy`` maps tenants to how they misbehave (``None``: the default, globex bailing);
+    ``misbehaving()`` is asked as each run is planned: once it says no, noisy tenants draw from
+    the ordinary mix, so their alerts can resolve.
+    """
     rng = random.Random(seed)
-    noisy = tenant_names[NOISY_TENANT_INDEX] if len(tenant_names) > 1 else None
+    kinds = noisy_tenants(None, tenant_names) if noisy is None else dict(noisy)
     index = 0
     while True:
         tenant = rng.choice(tenant_names)
-        scenario = pick_scenario(rng, noisy=tenant == noisy)
-        plan = scenario.build(rng, tenant)
+        kind = kinds.get(tenant)
+        behaviour: Behaviour = kind if kind is not None and misbehaving() else "ordinary"
+        plan = pick_scenario(rng, behaviour).build(rng, tenant)
         yield PlannedRun(
             index=index,
             run_id=f"demo-{seed}-{index:06d}",
             tenant=tenant,
+            behaviour=behaviour,
             plan=plan,
             lost_worker=rng.randrange(LOST_RUN_EVERY) == 0,
             retried_end=rng.randrange(RETRIED_END_EVERY) == 0,
@@ -120,9 +133,7 @@ class Traffic:
 
     async def one(self, run: PlannedRun) -> None:
         plan = run.plan
-        model = ScriptedChatModel(
-            plan.script, model_name=plan.model_name, latency_s=plan.latency_s
-        )
+        model = ScriptedChatModel(plan.script, model_name=plan.model_name, latency_s=plan.latency_s)
         agent = ReactAgent(
             model, TOOLS, config=plan.config, callbacks=[self.handler], name=AGENT_NAME
         )

@@ -1,0 +1,94 @@
+"""The demo's levers: which tenants run, which of them are noisy and how, and for how long.
+
+Values come from ``DemoOptions`` (the CLI flags); errors name the flag, so the CLI can show them
+as one line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from symfonic_otel import semconv
+from symfonic_otel.demo.scenarios import NOISY_KINDS, NoisyKind
+from symfonic_otel.tenancy import sanitise_tenant
+
+__all__ = [
+    "DEFAULT_NOISY",
+    "MAX_TENANTS",
+    "TENANT_NAMES",
+    "NoisyClock",
+    "noisy_tenants",
+    "tenant_names",
+]
+
+TENANT_NAMES: Final = ("acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka")
+MAX_TENANTS: Final = 1000
+# Without --noisy: globex, when it is one of the tenants, bails several times as often as the rest.
+DEFAULT_NOISY: Final[Mapping[str, NoisyKind]] = {"globex": "silent_bail"}
+_RESERVED: Final = frozenset({semconv.TENANT_UNKNOWN, semconv.OVERFLOW_VALUE, semconv.OTHER_VALUE})
+
+
+def tenant_names(spec: int | Sequence[str]) -> list[str]:
+    """``--tenants``: a count (the first names of ``TENANT_NAMES``, then ``tenant-N``) or names."""
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        if spec < 1:
+            raise ValueError(f"--tenants must be at least 1, got {spec}")
+        if spec > MAX_TENANTS:
+            raise ValueError(f"--tenants must be at most {MAX_TENANTS}, got {spec}")
+        names = list(TENANT_NAMES[:spec])
+        names.extend(f"tenant-{i + 1}" for i in range(len(names), spec))
+        return names
+    if isinstance(spec, str) or not isinstance(spec, Sequence) or not spec:
+        raise ValueError(f"--tenants must be a count or a list of names, got {spec!r}")
+    names = []
+    for name in spec:
+        if not isinstance(name, str) or not name or sanitise_tenant(name) != name:
+            raise ValueError(f"--tenants: {name!r} is not a usable tenant name")
+        if "," in name or "=" in name:
+            raise ValueError(f"--tenants: tenant names cannot contain ',' or '=', got {name!r}")
+        if name in _RESERVED:
+            raise ValueError(f"--tenants: {name!r} is a reserved label value")
+        if name in names:
+            raise ValueError(f"--tenants: {name!r} is listed twice")
+        names.append(name)
+    if len(names) > MAX_TENANTS:
+        raise ValueError(f"--tenants must name at most {MAX_TENANTS} tenants, got {len(names)}")
+    return names
+
+
+def noisy_tenants(
+    spec: Sequence[tuple[str, str]] | None, names: Sequence[str]
+) -> dict[str, NoisyKind]:
+    """``--noisy``: tenant -> kind; ``None`` is the default, an empty spec means none."""
+    if spec is None:
+        return {tenant: kind for tenant, kind in DEFAULT_NOISY.items() if tenant in names}
+    noisy: dict[str, NoisyKind] = {}
+    for tenant, kind in spec:
+        if tenant not in names:
+            raise ValueError(f"--noisy: {tenant!r} is not one of the tenants ({', '.join(names)})")
+        if kind not in NOISY_KINDS:
+            raise ValueError(
+                f"--noisy: unknown kind {kind!r} for {tenant}, expected one of "
+                + ", ".join(NOISY_KINDS)
+            )
+        if tenant in noisy:
+            raise ValueError(f"--noisy: {tenant!r} is given twice")
+        noisy[tenant] = kind
+    return noisy
+
+
+class NoisyClock:
+    """Whether noisy tenants still misbehave: for ``seconds`` after ``start()``, or always."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = seconds
+        self._until: float | None = None
+
+    def start(self) -> None:
+        if self.seconds is not None:
+            self._until = time.monotonic() + self.seconds
+
+    def __call__(self) -> bool:
+        return self._until is None or time.monotonic() < self._until
