@@ -20,7 +20,7 @@ from langchain_core.tools import tool
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
-from wire_server import WireResponse, WireServer, recording, serve
+from wire_server import WireResponse, WireServer, recording, recording_bytes, serve
 
 from symfonic_otel.agent import FrameworkConfig, ReactAgent, StreamFinal
 from symfonic_otel.agent.exits import REFUSED_NOTE, TRUNCATED_NOTE
@@ -373,3 +373,41 @@ async def test_anthropic_max_tokens_recording_carries_cache_creation_tokens() ->
     usage = llm.typed_usage
     assert usage.cache_creation_tokens == body["usage"]["cache_creation_input_tokens"] > 0
     assert usage.output_tokens == body["usage"]["output_tokens"]
+
+
+@tool
+def get_weather(location: str) -> str:
+    """The weather at a location."""
+    return f"sunny in {location}"
+
+
+@tool
+def get_time(timezone: str) -> str:
+    """The time in a timezone."""
+    return f"noon in {timezone}"
+
+
+async def test_anthropic_stream_with_two_tool_uses_runs_both_then_answers() -> None:
+    sse = "text/event-stream"
+    recorder = Recorder()
+    with serve(
+        WireResponse(recording_bytes("anthropic_stream_text_two_tool_use.sse"), content_type=sse),
+        WireResponse(recording_bytes("anthropic_stream_thinking_text.sse"), content_type=sse),
+    ) as server:
+        agent = ReactAgent(
+            anthropic_model(server, "claude-3-5-sonnet-20240620"),
+            [get_weather, get_time],
+            callbacks=[recorder],
+        )
+        response = await run_agent(agent, "Weather and time in San Francisco?", "stream")
+
+    assert len(server.requests) == 2
+    results = [m for m in response.messages if isinstance(m, ToolMessage)]
+    assert sorted(r.name for r in results) == ["get_time", "get_weather"]
+    assert all(r.status != "error" for r in results)
+    sent = server.requests[1].body["messages"]
+    assert [b["type"] for b in sent[-1]["content"]] == ["tool_result", "tool_result"]
+    assert response.stop_reason == "end_turn"
+    assert response.final_response.startswith("The letter 'r' appears 3 times")
+    assert [e.stop_reason for e in recorder.of("llm_end")] == ["tool_use", "end_turn"]
+    assert unanswered_calls(response.messages) == []

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WireResponse", "WireServer", "recording", "serve"]
+__all__ = ["WireResponse", "WireServer", "recording", "recording_bytes", "serve"]
 
 
 @dataclass(frozen=True)
@@ -111,11 +111,16 @@ def serve(*responses: WireResponse) -> Iterator[WireServer]:
         server.close()
 
 
-def recording(name: str) -> Any:
+def recording_bytes(name: str) -> bytes:
     """A provider recording of the shared reference data (found beside the repository)."""
     here = Path(__file__).resolve()
     for parent in here.parents:
         candidate = parent / "shared" / "provider-recordings" / name
         if candidate.is_file():
-            return json.loads(candidate.read_text())
+            return candidate.read_bytes()
     raise FileNotFoundError(f"provider recording {name!r} not found beside the repository")
+
+
+def recording(name: str) -> Any:
+    """A JSON recording, parsed."""
+    return json.loads(recording_bytes(name))
