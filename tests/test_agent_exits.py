@@ -433,6 +433,7 @@ async def test_call_cap_counts_the_current_run_only() -> None:
             True,
         ),
         ({"model_provider": "ollama", "model_name": "qwen3:8b"}, ("qwen3:8b",), "auto", False),
+        ({"done_reason": "stop", "model": "qwen2.5:7b"}, ("ChatOllama",), "auto", False),
         ({"model_provider": "google_genai", "model_name": "gemini-2.5-flash"}, (), "auto", False),
         ({"model_provider": "openai", "model_name": "gemini-2.5-flash"}, (), "auto", False),
         ({"model_provider": "openai", "model_name": "gpt-4o"}, (), "auto", False),

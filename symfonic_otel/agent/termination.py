@@ -195,7 +195,7 @@ def finishes_on_text_with_tool_calls(
         return False
     metadata = _metadata(message)
     provider = _provider(metadata)
-    if provider in _RUN_TOOLS_PROVIDERS:
+    if provider in _RUN_TOOLS_PROVIDERS or "done_reason" in metadata:  # Ollama's native key
         return False
     names = [provider, *(metadata.get(key) for key in ("model_name", "model")), *model_hints]
     return any(
