@@ -338,6 +338,7 @@ def anthropic_model(server: WireServer, model: str) -> ChatAnthropic:
     return ChatAnthropic(model=model, base_url=server.url, api_key="test-key", max_retries=0)  # type: ignore[call-arg]
 
 
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 async def test_anthropic_stop_sequence_passes_through_verbatim() -> None:
     body = recording("anthropic_stop_sequence.json")
     recorder = Recorder()
