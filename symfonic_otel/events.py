@@ -118,6 +118,8 @@ class LLMEndEvent:
     """The provider's raw stop value for this completion (``stop``, ``tool_use``, ``STOP``...)."""
     error_type: str | None = None
     """The exception's type name when ``outcome`` is ``error``."""
+    forced_tool_choice: str | None = None
+    """The tool the call was forced to use (``bind_tools(..., tool_choice=name)``), if any."""
 
     @property
     def typed_usage(self) -> TokenUsage:

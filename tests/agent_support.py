@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -119,3 +121,21 @@ def assert_calls_saw_valid_history(calls: Sequence[ScriptedCall]) -> None:
     for index, recorded in enumerate(calls):
         problems = unanswered_calls(recorded.messages)
         assert not problems, f"model call {index} saw an invalid history: {problems}"
+
+
+def log_text(structured: Sequence[Mapping[str, Any]], records: Sequence[logging.LogRecord]) -> str:
+    """Everything written to the logs, structlog-captured entries and stdlib records alike."""
+    parts = [json.dumps(list(structured), default=repr)]
+    for record in records:
+        parts.append(record.getMessage())
+        parts.append(repr(record.__dict__))
+    return "\n".join(parts)
+
+
+def lines_of_kind(
+    kind: str, structured: Sequence[Mapping[str, Any]], records: Sequence[logging.LogRecord]
+) -> int:
+    """How many log lines (either route) report a failure of ``kind``."""
+    count = sum(1 for entry in structured if entry.get("kind") == kind)
+    count += sum(1 for record in records if kind in repr(record.__dict__))
+    return count

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from agent_support import TOOLS, Recorder, call, turn
+from agent_support import TOOLS, Recorder, call, log_text, turn
 from structlog.testing import capture_logs
 
 from symfonic_otel.agent import CallbackDispatcher, FrameworkConfig, ReactAgent
@@ -21,8 +22,13 @@ async def test_llm_end_fields_are_measured_around_each_call() -> None:
     recorder = Recorder()
     model = ScriptedChatModel(
         [
-            turn("", call("add", {"a": 1, "b": 2}), finish="tool_calls", usage=(10, 5),
-                 model="gpt-4o-2024-08-06"),
+            turn(
+                "",
+                call("add", {"a": 1, "b": 2}),
+                finish="tool_calls",
+                usage=(10, 5),
+                model="gpt-4o-2024-08-06",
+            ),
             turn("Three.", finish="stop", usage=(20, 2)),
         ]
     )
@@ -133,6 +139,24 @@ async def test_raising_handler_is_logged_once_and_never_breaks_the_run() -> None
     assert len(warnings) == 1
     assert (warnings[0]["log_level"], warnings[0]["handler"]) == ("warning", "Broken")
     assert warnings[0]["error_type"] == "ValueError"
+
+
+async def test_raising_handler_log_carries_no_content(caplog: pytest.LogCaptureFixture) -> None:
+    marker = "query-marker-7c1"
+
+    class Leaky:
+        def on_agent_start(self, event: Any) -> None:
+            raise KeyError(event.query)
+
+    model = ScriptedChatModel([turn("fine", finish="stop")])
+    caplog.set_level(logging.DEBUG)
+    with capture_logs() as logs:
+        response = await ReactAgent(model, TOOLS, callbacks=[Leaky()]).run(marker)
+    assert response.final_response == "fine"
+    [warning] = [entry for entry in logs if entry.get("callback") == "on_agent_start"]
+    assert (warning["handler"], warning["error_type"]) == ("Leaky", "KeyError")
+    assert "exc_info" not in warning
+    assert marker not in log_text(logs, caplog.records)
 
 
 async def test_dispatcher_skips_kinds_nobody_handles() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -83,8 +84,12 @@ def test_urls_and_figures_must_appear_in_tool_output_or_user_messages() -> None:
 def test_finding_payload_and_validation() -> None:
     finding = FabricationFinding("unsupported_url", "x" * 300, 0.7, "why")
     payload = finding.to_event_payload()
-    assert payload == {"kind": "unsupported_url", "claim": "x" * 240, "confidence": 0.7,
-                       "evidence": "why"}
+    assert payload == {
+        "kind": "unsupported_url",
+        "claim": "x" * 240,
+        "confidence": 0.7,
+        "evidence": "why",
+    }
     with pytest.raises(ValueError, match="confidence"):
         FabricationFinding("k", "c", 1.2)
 
@@ -94,12 +99,15 @@ def test_finding_payload_and_validation() -> None:
 DRAFT = "I have cancelled your order and refunded 120 dollars."
 
 
-def agent_with(mode: str, script: list[Any], **config: Any) -> tuple[ReactAgent, Recorder,
-                                                                     ScriptedChatModel]:
+def agent_with(
+    mode: str, script: list[Any], **config: Any
+) -> tuple[ReactAgent, Recorder, ScriptedChatModel]:
     model = ScriptedChatModel(script)
     recorder = Recorder()
     agent = ReactAgent(
-        model, TOOLS, config=FrameworkConfig(fabrication_check=mode, **config),  # type: ignore[arg-type]
+        model,
+        TOOLS,
+        config=FrameworkConfig(fabrication_check=mode, **config),  # type: ignore[arg-type]
         callbacks=[recorder],
     )
     return agent, recorder, model
@@ -187,7 +195,8 @@ async def test_custom_async_detector_and_no_event_without_findings() -> None:
         return [FabricationFinding("custom", "the claim", 0.95)] if "bad" in draft else []
 
     agent, recorder, _ = agent_with(
-        "refuse", [turn("good answer", finish="stop"), turn("bad answer", finish="stop")],
+        "refuse",
+        [turn("good answer", finish="stop"), turn("bad answer", finish="stop")],
         fabrication_detector=detector,
     )
     assert (await agent.run("one")).final_response == "good answer"
@@ -203,22 +212,37 @@ async def test_off_never_calls_the_detector() -> None:
     def detector(draft: str, messages: list[BaseMessage]) -> list[FabricationFinding]:
         raise AssertionError("must not be called")
 
-    agent, recorder, _ = agent_with("off", [turn(DRAFT, finish="stop")],
-                                    fabrication_detector=detector)
+    agent, recorder, _ = agent_with(
+        "off", [turn(DRAFT, finish="stop")], fabrication_detector=detector
+    )
     assert (await agent.run("q")).final_response == DRAFT
     assert recorder.of("fabrication_detected") == []
 
 
 async def test_raising_detector_keeps_the_draft_and_logs() -> None:
     def detector(draft: str, messages: list[BaseMessage]) -> list[FabricationFinding]:
-        raise RuntimeError("detector bug")
+        raise RuntimeError(f"detector bug on {draft}")
 
-    agent, _recorder, _ = agent_with("refuse", [turn(DRAFT, finish="stop")],
-                                    fabrication_detector=detector)
+    agent, _recorder, _ = agent_with(
+        "refuse", [turn(DRAFT, finish="stop")], fabrication_detector=detector
+    )
     with capture_logs() as logs:
         response = await agent.run("q")
     assert response.final_response == DRAFT
     assert [e["error_type"] for e in logs if e["log_level"] == "warning"] == ["RuntimeError"]
+    assert DRAFT not in json.dumps(logs, default=repr)  # neither the message nor a traceback
+
+
+async def test_failing_revision_call_keeps_the_draft() -> None:
+    agent, recorder, model = agent_with(
+        "revise", [turn(DRAFT, finish="stop"), TimeoutError("revision timed out")]
+    )
+    response = await agent.run("q")
+    assert response.final_response == DRAFT
+    assert len(model.calls) == 2
+    revision = recorder.of("llm_end")[-1]
+    assert (revision.outcome, revision.error_type) == ("error", "TimeoutError")
+    assert recorder.of("agent_end")[0].outcome == "completed"
 
 
 async def test_streaming_revise_only_observes_but_refuse_still_replaces() -> None:
@@ -236,8 +260,10 @@ async def test_streaming_revise_only_observes_but_refuse_still_replaces() -> Non
 async def test_tool_backed_answer_passes_the_check() -> None:
     agent, recorder, _ = agent_with(
         "refuse",
-        [turn("", call("lookup", {"key": "sku42"}), finish="tool_calls"),
-         turn("I checked: the catalogue says value-of-sku42.", finish="stop")],
+        [
+            turn("", call("lookup", {"key": "sku42"}), finish="tool_calls"),
+            turn("I checked: the catalogue says value-of-sku42.", finish="stop"),
+        ],
     )
     response = await agent.run("look up sku42")
     assert response.final_response == "I checked: the catalogue says value-of-sku42."

@@ -23,17 +23,31 @@ from symfonic_otel.agent.loop import CONTINUE_PROMPT
 from symfonic_otel.testing.scripted import ScriptedChatModel
 
 OPENAI_META: dict[str, Any] = {
-    "id": "chatcmpl-1", "logprobs": None, "model_provider": "openai",
-    "service_tier": "default", "system_fingerprint": "fp_1", "token_usage": {},
+    "id": "chatcmpl-1",
+    "logprobs": None,
+    "model_provider": "openai",
+    "service_tier": "default",
+    "system_fingerprint": "fp_1",
+    "token_usage": {},
 }
 ANTHROPIC_META: dict[str, Any] = {
-    "id": "msg_1", "model_provider": "anthropic", "stop_sequence": None,
-    "usage": {}, "container": None, "stop_details": None,
+    "id": "msg_1",
+    "model_provider": "anthropic",
+    "stop_sequence": None,
+    "usage": {},
+    "container": None,
+    "stop_details": None,
 }
 
 
-def openai(content: Any, finish: str, *, model: str = "gpt-4o-mini-2024-07-18",
-           refusal: str | None = None, calls: list[dict[str, Any]] | None = None) -> AIMessage:
+def openai(
+    content: Any,
+    finish: str,
+    *,
+    model: str = "gpt-4o-mini-2024-07-18",
+    refusal: str | None = None,
+    calls: list[dict[str, Any]] | None = None,
+) -> AIMessage:
     return AIMessage(
         content=content,
         tool_calls=calls or [],
@@ -42,13 +56,22 @@ def openai(content: Any, finish: str, *, model: str = "gpt-4o-mini-2024-07-18",
     )
 
 
-def anthropic(content: Any, stop: str, *, model: str = "claude-sonnet-4-20250514",
-              calls: list[dict[str, Any]] | None = None) -> AIMessage:
+def anthropic(
+    content: Any,
+    stop: str,
+    *,
+    model: str = "claude-sonnet-4-20250514",
+    calls: list[dict[str, Any]] | None = None,
+) -> AIMessage:
     return AIMessage(
         content=content,
         tool_calls=calls or [],
-        response_metadata={**ANTHROPIC_META, "stop_reason": stop, "model": model,
-                           "model_name": model},
+        response_metadata={
+            **ANTHROPIC_META,
+            "stop_reason": stop,
+            "model": model,
+            "model_name": model,
+        },
     )
 
 
@@ -60,47 +83,109 @@ CALL = {"name": "lookup", "args": {"key": "a"}, "id": "toolu_1", "type": "tool_c
 
 # (recording, message, normalised stop reason, flattened text)
 SHAPES: list[tuple[str, AIMessage, str | None, str | None]] = [
-    ("anthropic_end_turn v0", anthropic("A short answer.", "end_turn"), "end_turn",
-     "A short answer."),
+    (
+        "anthropic_end_turn v0",
+        anthropic("A short answer.", "end_turn"),
+        "end_turn",
+        "A short answer.",
+    ),
     ("anthropic_end_turn v1", anthropic([TEXT], "end_turn"), "end_turn", "A short answer."),
-    ("anthropic_thinking_text v0", anthropic([THINKING, TEXT], "end_turn"), "end_turn",
-     "A short answer."),
-    ("anthropic_thinking_text v1", anthropic([REASONING_V1, TEXT], "end_turn"), "end_turn",
-     "A short answer."),
-    ("anthropic_text_thinking_text", anthropic([TEXT, THINKING, TEXT], "end_turn"), "end_turn",
-     "A short answer.A short answer."),
-    ("anthropic_redacted_thinking_text",
-     anthropic([{"type": "redacted_thinking", "data": "xx"}, TEXT], "end_turn"), "end_turn",
-     "A short answer."),
-    ("anthropic_stop_sequence", anthropic("The city of ", "stop_sequence"), "end_turn",
-     "The city of "),
-    ("anthropic_max_tokens", anthropic("A long overview of ", "max_tokens"), "max_tokens",
-     "A long overview of "),
-    ("anthropic_thinking_only_max_tokens", anthropic([THINKING], "max_tokens"), "max_tokens",
-     None),
-    ("anthropic_refusal", anthropic("I won't help with that.", "refusal"), "refusal",
-     "I won't help with that."),
-    ("anthropic_tool_use_only", anthropic([TOOL_USE], "tool_use", calls=[CALL]), "tool_use",
-     None),
-    ("anthropic_thinking_text_tool_use",
-     anthropic([THINKING, TEXT, TOOL_USE], "tool_use", calls=[CALL]), "tool_use",
-     "A short answer."),
-    ("anthropic_pause_turn",
-     anthropic([THINKING, TEXT, {"type": "server_tool_use", "id": "srv", "name": "web_search",
-                                 "input": {}}], "pause_turn"), "pause_turn", "A short answer."),
+    (
+        "anthropic_thinking_text v0",
+        anthropic([THINKING, TEXT], "end_turn"),
+        "end_turn",
+        "A short answer.",
+    ),
+    (
+        "anthropic_thinking_text v1",
+        anthropic([REASONING_V1, TEXT], "end_turn"),
+        "end_turn",
+        "A short answer.",
+    ),
+    (
+        "anthropic_text_thinking_text",
+        anthropic([TEXT, THINKING, TEXT], "end_turn"),
+        "end_turn",
+        "A short answer.A short answer.",
+    ),
+    (
+        "anthropic_redacted_thinking_text",
+        anthropic([{"type": "redacted_thinking", "data": "xx"}, TEXT], "end_turn"),
+        "end_turn",
+        "A short answer.",
+    ),
+    (
+        "anthropic_stop_sequence",
+        anthropic("The city of ", "stop_sequence"),
+        "stop_sequence",
+        "The city of ",
+    ),
+    (
+        "anthropic_max_tokens",
+        anthropic("A long overview of ", "max_tokens"),
+        "max_tokens",
+        "A long overview of ",
+    ),
+    ("anthropic_thinking_only_max_tokens", anthropic([THINKING], "max_tokens"), "max_tokens", None),
+    (
+        "anthropic_refusal",
+        anthropic("I won't help with that.", "refusal"),
+        "refusal",
+        "I won't help with that.",
+    ),
+    ("anthropic_tool_use_only", anthropic([TOOL_USE], "tool_use", calls=[CALL]), "tool_use", None),
+    (
+        "anthropic_thinking_text_tool_use",
+        anthropic([THINKING, TEXT, TOOL_USE], "tool_use", calls=[CALL]),
+        "tool_use",
+        "A short answer.",
+    ),
+    (
+        "anthropic_pause_turn",
+        anthropic(
+            [
+                THINKING,
+                TEXT,
+                {"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}},
+            ],
+            "pause_turn",
+        ),
+        "pause_turn",
+        "A short answer.",
+    ),
     ("openai_stop", openai("The sum is 12.", "stop"), "end_turn", "The sum is 12."),
     ("openai_length", openai("This image shows", "length"), "max_tokens", "This image shows"),
     ("openai_tool_calls", openai("", "tool_calls", calls=[CALL]), "tool_use", None),
-    ("openai_content_filter", openai("The sum is 12.", "content_filter"), "refusal",
-     "The sum is 12."),
-    ("openai_refusal_field", openai("", "stop", refusal="I can't assist with that."),
-     "refusal", None),
-    ("together_eos", openai(" A joke.", "eos", model="mistralai/Mixtral-8x7B-Instruct-v0.1"),
-     "eos", " A joke."),
-    ("deepseek_text_and_tool_calls", openai("Let me load it.", "tool_calls", calls=[CALL]),
-     "tool_use", "Let me load it."),
-    ("qwen_text_and_tool_calls_stop", openai("5 + 7 = 12.", "stop", calls=[CALL]), "end_turn",
-     "5 + 7 = 12."),
+    (
+        "openai_content_filter",
+        openai("The sum is 12.", "content_filter"),
+        "refusal",
+        "The sum is 12.",
+    ),
+    (
+        "openai_refusal_field",
+        openai("", "stop", refusal="I can't assist with that."),
+        "refusal",
+        None,
+    ),
+    (
+        "together_eos",
+        openai(" A joke.", "eos", model="mistralai/Mixtral-8x7B-Instruct-v0.1"),
+        "eos",
+        " A joke.",
+    ),
+    (
+        "deepseek_text_and_tool_calls",
+        openai("Let me load it.", "tool_calls", calls=[CALL]),
+        "tool_use",
+        "Let me load it.",
+    ),
+    (
+        "qwen_text_and_tool_calls_stop",
+        openai("5 + 7 = 12.", "stop", calls=[CALL]),
+        "end_turn",
+        "5 + 7 = 12.",
+    ),
     ("bare EOF", AIMessage(content="Done."), None, "Done."),
 ]
 
@@ -114,13 +199,33 @@ def test_normalisation_and_flattening(
 
 
 @pytest.mark.parametrize(
-    ("raw", "expected"),
-    [("STOP", "end_turn"), ("MAX_TOKENS", "max_tokens"), ("SAFETY", "refusal"),
-     ("guardrail_intervened", "refusal"), ("function_call", "tool_use"),
-     ("model_context_window_exceeded", "model_context_window_exceeded"), ("Weird", "Weird")],
+    ("metadata", "expected"),
+    [
+        # Another provider's value under OpenAI's key is not OpenAI's: matched exactly.
+        ({"finish_reason": "STOP"}, "STOP"),
+        ({"finish_reason": "MAX_TOKENS"}, "MAX_TOKENS"),
+        ({"finish_reason": "Stop"}, "Stop"),
+        ({"finish_reason": "function_call"}, "function_call"),
+        ({"finish_reason": "eos"}, "eos"),
+        # Gemini's own vocabulary, recognised by the adapter's provider tag.
+        ({"finish_reason": "STOP", "model_provider": "google_genai"}, "end_turn"),
+        ({"finish_reason": "RECITATION", "model_provider": "google_genai"}, "RECITATION"),
+        ({"finish_reason": "stop", "model_provider": "google_genai"}, "stop"),
+        # Anthropic-family keys keep the four values and pass the rest.
+        ({"stop_reason": "stop_sequence"}, "stop_sequence"),
+        ({"stopReason": "guardrail_intervened"}, "guardrail_intervened"),
+        ({"stopReason": "max_tokens"}, "max_tokens"),
+        ({"stop_reason": "model_context_window_exceeded"}, "model_context_window_exceeded"),
+        # Ollama's done_reason.
+        ({"done_reason": "stop"}, "end_turn"),
+        ({"done_reason": "load"}, "load"),
+        ({}, None),
+    ],
 )
-def test_other_vocabularies_and_unknown_values(raw: str, expected: str) -> None:
-    message = AIMessage(content="x", response_metadata={"finish_reason": raw})
+def test_each_provider_vocabulary_is_matched_exactly(
+    metadata: dict[str, Any], expected: str | None
+) -> None:
+    message = AIMessage(content="x", response_metadata=metadata)
     assert normalize_stop_reason(message) == expected
 
 
@@ -137,11 +242,14 @@ def test_flatten_edge_cases() -> None:
     ("message", "final", "stop"),
     [
         (openai("The sum is 12.", "content_filter"), "The sum is 12.", "refusal"),
-        (openai("", "stop", refusal="I can't assist with that."), "I can't assist with that.",
-         "refusal"),
+        (
+            openai("", "stop", refusal="I can't assist with that."),
+            "I can't assist with that.",
+            "refusal",
+        ),
         (anthropic("I won't help.", "refusal"), "I won't help.", "refusal"),
         (openai(" A joke.", "eos"), " A joke.", "eos"),
-        (anthropic("The city of ", "stop_sequence"), "The city of ", "end_turn"),
+        (anthropic("The city of ", "stop_sequence"), "The city of ", "stop_sequence"),
     ],
 )
 async def test_loop_reports_normalised_stop_reason(
@@ -166,8 +274,11 @@ async def test_real_model_name_reaches_llm_end() -> None:
 
 
 async def test_max_tokens_answer_is_continued_and_concatenated() -> None:
-    script = [openai("Part one, ", "length"), openai("part two, ", "length"),
-              openai("the end.", "stop")]
+    script = [
+        openai("Part one, ", "length"),
+        openai("part two, ", "length"),
+        openai("the end.", "stop"),
+    ]
     model = ScriptedChatModel(script)
     agent = ReactAgent(model, TOOLS, config=FrameworkConfig(max_length_recoveries=2))
     response = await agent.run("write a lot")
@@ -182,8 +293,11 @@ async def test_max_tokens_answer_is_continued_and_concatenated() -> None:
 
 
 async def test_max_tokens_recoveries_are_capped() -> None:
-    script = [openai("Part one, ", "length"), openai("part two, ", "length"),
-              openai("never", "stop")]
+    script = [
+        openai("Part one, ", "length"),
+        openai("part two, ", "length"),
+        openai("never", "stop"),
+    ]
     model = ScriptedChatModel(script)
     agent = ReactAgent(model, TOOLS, config=FrameworkConfig(max_length_recoveries=1))
     response = await agent.run("write a lot")
@@ -210,8 +324,10 @@ async def test_max_tokens_recovery_respects_recursion_limit() -> None:
 
 
 async def test_pause_turn_is_resumed_with_the_paused_message_sent_back() -> None:
-    paused = anthropic([TEXT, {"type": "server_tool_use", "id": "s", "name": "web_search",
-                               "input": {}}], "pause_turn")
+    paused = anthropic(
+        [TEXT, {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}],
+        "pause_turn",
+    )
     model = ScriptedChatModel([paused, anthropic(" More.", "end_turn")])
     response = await ReactAgent(model, TOOLS).run("search")
     assert response.final_response == "A short answer. More."

@@ -93,7 +93,9 @@ async def test_block_list_answer_is_flattened_and_history_keeps_blocks() -> None
 async def test_end_turn_with_text_and_tool_calls_salvages_text_and_runs_no_tool() -> None:
     # The qwen shape: finish_reason "stop", text AND a tool call in one message.
     text = "5 + 7 = 12. I can double-check with the add tool."
-    model, agent, recorder = make([turn(text, call("add", {"a": 5, "b": 7}), finish="stop")])
+    model, agent, recorder = make(
+        [turn(text, call("add", {"a": 5, "b": 7}), finish="stop", model="qwen3-max")]
+    )
     with capture_logs() as logs:
         response = await agent.run("5+7?")
 
@@ -243,8 +245,9 @@ async def test_recursion_limit_salvages_text() -> None:
 
 
 async def test_recursion_limit_one_makes_exactly_one_call() -> None:
-    model, agent, _ = make([turn("", call("add", {"a": 1, "b": 2}), finish="tool_calls")] * 2,
-                           recursion_limit=1)
+    model, agent, _ = make(
+        [turn("", call("add", {"a": 1, "b": 2}), finish="tool_calls")] * 2, recursion_limit=1
+    )
     response = await agent.run("add")
     assert len(model.calls) == 1
     assert response.termination_reason == "tool_calls_with_no_text"
@@ -253,9 +256,7 @@ async def test_recursion_limit_one_makes_exactly_one_call() -> None:
 # --- path 3: empty completion ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("content", "content_type"), [("", "str"), ([], "list"), ("   \n", "str")]
-)
+@pytest.mark.parametrize(("content", "content_type"), [("", "str"), ([], "list"), ("   \n", "str")])
 async def test_empty_completion_is_a_silent_bail(content: Any, content_type: str) -> None:
     _model, agent, recorder = make([turn(content, finish="stop")])
     with capture_logs() as logs:
@@ -267,7 +268,12 @@ async def test_empty_completion_is_a_silent_bail(content: Any, content_type: str
     assert response.ended_by == "no_tool_calls"
     [event] = recorder.of("react_loop_end")
     assert event == ReactLoopEndEvent(
-        "empty", 0, content_type, False, 0, "no_content_no_tool_calls"  # type: ignore[arg-type]
+        "empty",
+        0,
+        content_type,
+        False,
+        0,
+        "no_content_no_tool_calls",  # type: ignore[arg-type]
     )
     [line] = bail_logs(logs)
     assert (line["content_type"], line["has_tool_calls"], line["tool_call_count"]) == (
@@ -301,9 +307,7 @@ async def test_missing_stop_reason_without_tool_calls_is_terminal() -> None:
 
 
 async def test_missing_stop_reason_with_tool_calls_runs_the_tools() -> None:
-    model, agent, _ = make(
-        [turn("Adding.", call("add", {"a": 2, "b": 3})), turn("It is 5.")]
-    )
+    model, agent, _ = make([turn("Adding.", call("add", {"a": 2, "b": 3})), turn("It is 5.")])
     response = await agent.run("2+3")
     assert response.final_response == "It is 5."
     assert len(model.calls) == 2
@@ -356,7 +360,15 @@ async def test_synthesis_that_returns_nothing_leaves_the_response_empty() -> Non
 
 async def test_salvaged_text_suppresses_synthesis() -> None:
     model, agent, recorder = make(
-        [turn("Here is the answer.", call("add", {"a": 1, "b": 1}), finish="stop"), turn("no")],
+        [
+            turn(
+                "Here is the answer.",
+                call("add", {"a": 1, "b": 1}),
+                finish="stop",
+                model="qwen3-max",
+            ),
+            turn("no"),
+        ],
         synthesize_on_empty_final=True,
     )
     response = await agent.run("1+1")
@@ -407,7 +419,7 @@ async def test_streaming_yields_deltas_that_join_to_the_final_response() -> None
 
 async def test_streaming_salvages_forced_finish_text() -> None:
     _model, agent, recorder = make(
-        [turn("Salvaged words.", call("add", {"a": 1, "b": 1}), finish="stop")]
+        [turn("Salvaged words.", call("add", {"a": 1, "b": 1}), finish="stop", model="qwen-plus")]
     )
     events = [event async for event in agent.stream("1+1")]
     assert isinstance(events[-1], StreamFinal)

@@ -112,7 +112,7 @@ def test_stdlib_logging_at_debug_gets_structured_records_and_no_content() -> Non
         key: str(value) for key, value in BAIL_FIELDS.items()
     }
     assert "termination_reason=tool_calls_with_no_text" in bail["message"]
-    assert attributes["filename"] == "loop.py"  # the record names the package's call site
+    assert attributes["filename"] == "bail.py"  # the record names the package's call site
     [failure] = [r for r in ours if r["message"].startswith("symfonic_otel.internal_failure")]
     assert failure["attributes"]["error_type"] == "ValueError"
     assert failure["attributes"]["run_id"] == "malformed-run"

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from symfonic_otel.agent.config import FabricationCheck, FrameworkConfig
+from symfonic_otel.agent.config import FabricationCheck, FrameworkConfig, TextWithToolCalls
 from symfonic_otel.agent.dispatch import CallbackDispatcher
 from symfonic_otel.agent.fabrication import (
     SAFE_ENVELOPE,
@@ -17,6 +17,7 @@ from symfonic_otel.agent.fabrication import (
 from symfonic_otel.agent.flatten import flatten_content_blocks, message_text
 from symfonic_otel.agent.history import history_is_valid, repair_history
 from symfonic_otel.agent.loop import SILENT_BAIL_LOG_EVENT, ReactAgent
+from symfonic_otel.agent.resolver import ForcedToolChoiceResolver
 from symfonic_otel.agent.response import AgentResponse
 from symfonic_otel.agent.streaming import (
     StreamEvent,
@@ -27,7 +28,9 @@ from symfonic_otel.agent.streaming import (
 )
 from symfonic_otel.agent.termination import (
     Route,
+    finishes_on_text_with_tool_calls,
     normalize_stop_reason,
+    raw_stop_reason,
     tool_call_signature,
     tools_condition,
 )
@@ -40,6 +43,7 @@ __all__ = [
     "FabricationCheck",
     "FabricationDetector",
     "FabricationFinding",
+    "ForcedToolChoiceResolver",
     "FrameworkConfig",
     "ReactAgent",
     "Route",
@@ -48,11 +52,14 @@ __all__ = [
     "StreamTextDelta",
     "StreamToolCall",
     "StreamToolResult",
+    "TextWithToolCalls",
+    "finishes_on_text_with_tool_calls",
     "flatten_content_blocks",
     "heuristic_fabrication_detector",
     "history_is_valid",
     "message_text",
     "normalize_stop_reason",
+    "raw_stop_reason",
     "repair_history",
     "tool_call_signature",
     "tools_condition",

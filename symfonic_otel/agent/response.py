@@ -24,8 +24,13 @@ class AgentResponse:
     bail (and kept when synthesis then recovers). ``salvaged``: the text came from a turn that
     also requested tools. ``synthesized``: the text came from the recovery completion.
     ``iterations`` counts the loop's model calls. ``messages`` is the loop's conversation, every
-    model message exactly as returned, always a valid history to send back. ``ended_by`` says
-    which rule finished the loop; ``fabrication_findings`` what the fabrication check found.
+    model message exactly as returned, always a valid history to send back, whose last AI
+    message is what the user was shown (a synthesized answer, a revision or the refuse envelope
+    is appended as one, and so is the stop note). ``ended_by`` says which rule finished the
+    loop; ``fabrication_findings`` what the fabrication check found. ``run_stop_reason`` is the
+    run's exit as telemetry reports it (``stop_reason``, or ``loop_detected`` /
+    ``recursion_limit`` when the loop cut the run); ``stop_note`` the marker appended to
+    ``final_response`` with ``FrameworkConfig(stop_reason_notes=True)``, else ``None``.
     """
 
     final_response: str
@@ -38,3 +43,5 @@ class AgentResponse:
     run_id: str
     ended_by: RouteReason = "no_tool_calls"
     fabrication_findings: tuple[FabricationFinding, ...] = field(default=())
+    run_stop_reason: str = "end_turn"
+    stop_note: str | None = None

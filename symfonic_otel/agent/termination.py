@@ -1,4 +1,4 @@
-"""When the loop stops: stop-reason normalisation and ``tools_condition``.
+"""When the loop stops: stop-reason normalisation per provider and ``tools_condition``.
 
 ``tools_condition`` (not the model node) owns the continue / finish decision. The model node
 only records what the provider returned; this module reads it and routes.
@@ -7,7 +7,7 @@ only records what the provider returned; this module reads it and routes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -21,14 +21,17 @@ if TYPE_CHECKING:
 __all__ = [
     "END_TURN",
     "MAX_TOKENS",
+    "PAUSE_TURN",
     "REFUSAL",
     "TOOL_USE",
     "Route",
     "RouteAction",
     "RouteReason",
+    "finishes_on_text_with_tool_calls",
     "normalize_stop_reason",
     "raw_stop_reason",
     "reported_stop_reason",
+    "stop_vocabulary",
     "tool_call_signature",
     "tools_condition",
 ]
@@ -39,31 +42,51 @@ TOOL_USE: Final = "tool_use"
 REFUSAL: Final = "refusal"
 PAUSE_TURN: Final = "pause_turn"
 
-# Provider vocabularies (OpenAI finish_reason, Anthropic stop_reason, Bedrock Converse
-# stopReason, Gemini finish_reason, Ollama done_reason), matched case-insensitively.
-_NORMALISED: Final[Mapping[str, str]] = {
-    # OpenAI and OpenAI-compatible
+# Each provider's own vocabulary, matched exactly (case matters: Gemini's ``STOP`` is not
+# OpenAI's ``stop``). A value outside its provider's table passes through verbatim, so a new or
+# unusual stop reason (``stop_sequence``, ``pause_turn``, ``eos``...) stays visible.
+_OPENAI: Final[Mapping[str, str]] = {
     "stop": END_TURN,
     "length": MAX_TOKENS,
     "tool_calls": TOOL_USE,
-    "function_call": TOOL_USE,
     "content_filter": REFUSAL,
-    # Anthropic (and Bedrock Converse, which shares most of it)
-    "end_turn": END_TURN,
-    "stop_sequence": END_TURN,
-    "max_tokens": MAX_TOKENS,
-    "tool_use": TOOL_USE,
-    "refusal": REFUSAL,
-    "guardrail_intervened": REFUSAL,
-    "content_filtered": REFUSAL,
-    # Gemini
-    "safety": REFUSAL,
-    "recitation": REFUSAL,
-    "prohibited_content": REFUSAL,
-    "blocklist": REFUSAL,
-    "spii": REFUSAL,
 }
-_STOP_KEYS: Final = ("finish_reason", "stop_reason", "stopReason", "done_reason")
+_ANTHROPIC: Final[Mapping[str, str]] = {v: v for v in (END_TURN, MAX_TOKENS, TOOL_USE, REFUSAL)}
+# langchain-google-genai writes the FinishReason enum name. STOP is also what Gemini reports on
+# function-call turns, which is why the text-with-tool-calls rule never applies to it. The three
+# refusal values are the ones the adapter itself turns into refusal blocks.
+_GEMINI: Final[Mapping[str, str]] = {
+    "STOP": END_TURN,
+    "MAX_TOKENS": MAX_TOKENS,
+    "SAFETY": REFUSAL,
+    "PROHIBITED_CONTENT": REFUSAL,
+    "BLOCKLIST": REFUSAL,
+}
+# Ollama's native API: ``done_reason`` is ``stop`` on every finished turn, tool calls included.
+_OLLAMA: Final[Mapping[str, str]] = {"stop": END_TURN, "length": MAX_TOKENS}
+
+_BY_PROVIDER: Final[Mapping[str, Mapping[str, str]]] = {
+    "openai": _OPENAI,
+    "azure": _OPENAI,
+    "anthropic": _ANTHROPIC,
+    "google_genai": _GEMINI,
+    "google_vertexai": _GEMINI,
+    "ollama": _OLLAMA,
+}
+# Without a ``model_provider`` the key the adapter wrote tells the API family: OpenAI-compatible
+# gateways write ``finish_reason``, Anthropic ``stop_reason``, Bedrock Converse ``stopReason``
+# (whose shared values are Anthropic's), Ollama ``done_reason``.
+_BY_KEY: Final[tuple[tuple[str, Mapping[str, str]], ...]] = (
+    ("finish_reason", _OPENAI),
+    ("stop_reason", _ANTHROPIC),
+    ("stopReason", _ANTHROPIC),
+    ("done_reason", _OLLAMA),
+)
+# Providers documented to end a turn with text AND tool calls and a "turn complete" stop value,
+# meaning the text is the answer (qwen3-max on DashScope, seed 000); matched in model / provider
+# names. Providers that report "stop" on every tool-call turn must never match.
+_TEXT_WITH_CALLS_FINISHES: Final = ("qwen", "dashscope", "tongyi")
+_RUN_TOOLS_PROVIDERS: Final = frozenset({"google_genai", "google_vertexai", "ollama"})
 
 RouteAction = Literal["tools", "continue_answer", "resume", "finish"]
 RouteReason = Literal[
@@ -93,23 +116,52 @@ class Route:
     stop_reason: str | None
 
 
-def raw_stop_reason(message: Any) -> str | None:
-    """The provider's own stop value from ``response_metadata``, or ``None`` (bare EOF)."""
+def _metadata(message: Any) -> Mapping[str, Any]:
     metadata = getattr(message, "response_metadata", None)
-    if not isinstance(metadata, Mapping):
-        return None
-    for key in _STOP_KEYS:
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def _provider(metadata: Mapping[str, Any]) -> str:
+    provider = metadata.get("model_provider")
+    return provider.lower() if isinstance(provider, str) else ""
+
+
+def _raw(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
+    for key, _ in _BY_KEY:
         value = metadata.get(key)
         if isinstance(value, str) and value:
-            return value
+            return key, value
     return None
 
 
-def normalize_stop_reason(message: Any) -> str | None:
-    """``end_turn``, ``max_tokens``, ``tool_use``, ``refusal``, an unknown value verbatim, or None.
+def raw_stop_reason(message: Any) -> str | None:
+    """The provider's own stop value from ``response_metadata``, or ``None`` (bare EOF)."""
+    found = _raw(_metadata(message))
+    return found[1] if found is not None else None
 
-    An OpenAI refusal (text in ``additional_kwargs["refusal"]``, finish reason ``stop``) counts
-    as ``refusal``.
+
+def stop_vocabulary(message: Any) -> Mapping[str, str]:
+    """The table that normalises this message's stop value: by provider, else by metadata key."""
+    metadata = _metadata(message)
+    table = _BY_PROVIDER.get(_provider(metadata))
+    if table is not None:
+        return table
+    found = _raw(metadata)
+    if found is not None:
+        for key, by_key in _BY_KEY:
+            if key == found[0]:
+                return by_key
+    return {}
+
+
+def normalize_stop_reason(message: Any) -> str | None:
+    """``end_turn``, ``max_tokens``, ``tool_use``, ``refusal``, another value verbatim, or None.
+
+    Each provider's own vocabulary maps to the four values (OpenAI ``stop`` / ``length`` /
+    ``tool_calls`` / ``content_filter``, Anthropic's own four, Gemini ``STOP`` / ``MAX_TOKENS``
+    / its refusal values, Ollama ``stop`` / ``length``); anything else is returned unchanged. An
+    OpenAI refusal (text in ``additional_kwargs["refusal"]``, finish reason ``stop``) counts as
+    ``refusal``.
     """
     raw = raw_stop_reason(message)
     extra = getattr(message, "additional_kwargs", None)
@@ -117,7 +169,7 @@ def normalize_stop_reason(message: Any) -> str | None:
         return REFUSAL
     if raw is None:
         return None
-    return _NORMALISED.get(raw.lower(), raw)
+    return stop_vocabulary(message).get(raw, raw)
 
 
 def reported_stop_reason(stop_reason: str | None, has_tool_calls: bool) -> str:
@@ -125,6 +177,33 @@ def reported_stop_reason(stop_reason: str | None, has_tool_calls: bool) -> str:
     if stop_reason is not None:
         return stop_reason
     return TOOL_USE if has_tool_calls else END_TURN
+
+
+def finishes_on_text_with_tool_calls(
+    message: Any, setting: str = "auto", *, model_hints: Iterable[str] = ()
+) -> bool:
+    """Does text + tool calls + a turn-complete stop mean "this text is the answer" here?
+
+    ``always`` / ``never`` decide outright. ``auto`` says yes only for the providers documented
+    to end turns that way (qwen / DashScope), recognised from the model and provider names in
+    the message and in ``model_hints`` (the chat model's configured name and endpoint); never
+    for providers that report a turn-complete value on every tool-call turn (Gemini, Ollama).
+    """
+    if setting == "always":
+        return True
+    if setting != "auto":
+        return False
+    metadata = _metadata(message)
+    provider = _provider(metadata)
+    if provider in _RUN_TOOLS_PROVIDERS or "done_reason" in metadata:  # Ollama's native key
+        return False
+    names = [provider, *(metadata.get(key) for key in ("model_name", "model")), *model_hints]
+    return any(
+        marker in name.lower()
+        for name in names
+        if isinstance(name, str)
+        for marker in _TEXT_WITH_CALLS_FINISHES
+    )
 
 
 def tool_call_signature(call: Mapping[str, Any]) -> str:
@@ -168,16 +247,19 @@ def tools_condition(
     *,
     model_calls: int,
     length_recoveries_used: int = 0,
+    run_start: int = 0,
+    model_hints: Iterable[str] = (),
 ) -> Route:
     """Route after the model turn ``messages[-1]``; ``model_calls`` made so far in the run.
 
-    Finish on: no tool calls; the provider's ``end_turn`` on a turn carrying text and tool calls
-    (the model's answer, as some OpenAI-compatible providers send it); the same ``name:args``
-    signature seen ``loop_detection_threshold`` times in the last ``loop_detection_window``
-    messages (the current turn included); ``recursion_limit`` model calls made. A turn without a
-    stop reason is terminal iff it has no tool calls. Below the call cap, a text answer cut at
-    ``max_tokens`` is continued (at most ``max_length_recoveries`` times) and a paused turn
-    (Anthropic ``pause_turn``) is resumed.
+    Finish on: no tool calls; a turn carrying text and tool calls with a turn-complete stop from
+    a provider that ends turns that way (``finish_on_text_with_tool_calls``); the same
+    ``name:args`` signature seen ``loop_detection_threshold`` times in the last
+    ``loop_detection_window`` messages of the current run (``messages[run_start:]``: history the
+    run was given does not count); ``recursion_limit`` model calls made. A turn without a stop
+    reason is terminal iff it has no tool calls. Below the call cap, a text answer cut at
+    ``max_tokens`` is continued (at most ``max_length_recoveries`` times in a row) and a paused
+    turn (Anthropic ``pause_turn``) is resumed.
     """
     message = messages[-1]
     stop = normalize_stop_reason(message)
@@ -193,9 +275,15 @@ def tools_condition(
             ):
                 return Route("continue_answer", "max_tokens", stop)
         return Route("finish", "no_tool_calls", stop)
-    if stop == END_TURN and (message_text(message) or "").strip():
+    if (
+        stop == END_TURN
+        and (message_text(message) or "").strip()
+        and finishes_on_text_with_tool_calls(
+            message, config.finish_on_text_with_tool_calls, model_hints=model_hints
+        )
+    ):
         return Route("finish", "end_turn_with_text", stop)
-    if _loop_detected(messages, calls, config):
+    if _loop_detected(messages[run_start:], calls, config):
         return Route("finish", "loop_detected", stop)
     if model_calls >= config.recursion_limit:
         return Route("finish", "recursion_limit", stop)

@@ -1,0 +1,202 @@
+"""Model calls of a run and their ``LLMEndEvent``: one event per completion, however it ended.
+
+The event carries what telemetry needs and the message alone does not say: the call site
+(``node_name``), the 0-based index of the call in the run, the provider's raw stop value, the
+exception type of a failed call, the forced tool choice, and usage with its cache details.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    message_chunk_to_message,
+)
+from langchain_core.runnables import Runnable
+
+from symfonic_otel.agent.dispatch import CallbackDispatcher
+from symfonic_otel.agent.flatten import flatten_content_blocks, message_text
+from symfonic_otel.agent.streaming import StreamTextDelta
+from symfonic_otel.agent.termination import raw_stop_reason
+from symfonic_otel.events import LLMEndEvent, TerminationOutcome
+
+if TYPE_CHECKING:
+    from symfonic_otel.agent.response import AgentResponse
+
+__all__ = ["ModelCalls", "RunState", "usage_of"]
+
+
+@dataclass(slots=True)
+class RunState:
+    """Mutable state of one run."""
+
+    run_id: str
+    query: str
+    messages: list[BaseMessage]
+    streaming: bool
+    query_message: BaseMessage | None = None  # where the current run begins in ``messages``
+    model_calls: int = 0  # every completion of the run: the source of iteration_index
+    loop_calls: int = 0  # completions of the loop node itself
+    nodes: int = 0  # model calls plus tool rounds, reported as AgentEnd.node_count
+    forced_tool_choice: str | None = None  # what the last iteration forced
+    answer: str | None = None  # the answer without any stop note, for AgentEnd
+    response: AgentResponse | None = None
+    _start_hint: int = 0
+
+    def run_start(self) -> int:
+        """Index of this run's query message: what comes before it is history it was given."""
+        messages, query = self.messages, self.query_message
+        if query is None:
+            return 0
+        hint = self._start_hint
+        if hint < len(messages) and messages[hint] is query:
+            return hint
+        for index, message in enumerate(messages):
+            if message is query:
+                self._start_hint = index
+                return index
+        return 0
+
+
+def usage_of(message: AIMessage | None) -> dict[str, Any]:
+    """LangChain ``usage_metadata`` as the LLMEnd usage dict, cache and reasoning details kept."""
+    usage = message.usage_metadata if message is not None else None
+    if not usage:
+        return {}
+    out: dict[str, Any] = {
+        "input_tokens": usage.get("input_tokens", 0),
+        "output_tokens": usage.get("output_tokens", 0),
+        "total_tokens": usage.get("total_tokens", 0),
+    }
+    for key in ("input_token_details", "output_token_details"):
+        details = usage.get(key)
+        if isinstance(details, Mapping) and details:
+            out[key] = dict(details)
+    return out
+
+
+def _error_type(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+class ModelCalls:
+    """Invokes or streams a runnable for a run and emits the call's ``LLMEndEvent``."""
+
+    def __init__(self, dispatch: CallbackDispatcher, default_model_name: str) -> None:
+        self._dispatch = dispatch
+        self._default_model_name = default_model_name
+
+    async def call(
+        self,
+        run: RunState,
+        runnable: Runnable[Any, Any],
+        messages: list[BaseMessage],
+        node: str,
+        *,
+        forced_tool_choice: str | None = None,
+    ) -> AIMessage:
+        index = run.model_calls
+        run.model_calls += 1
+        run.nodes += 1
+        timing = self._start()
+        try:
+            result = await runnable.ainvoke(messages)
+            if not isinstance(result, AIMessage):
+                raise TypeError(f"the chat model returned {type(result).__name__}, not AIMessage")
+        except Exception as exc:
+            await self._end(run, None, node, index, timing, "error", forced_tool_choice, exc)
+            raise
+        except BaseException:
+            await self._end(run, None, node, index, timing, "cancelled", forced_tool_choice)
+            raise
+        await self._end(run, result, node, index, timing, "completed", forced_tool_choice)
+        return result
+
+    async def stream(
+        self,
+        run: RunState,
+        runnable: Runnable[Any, Any],
+        messages: list[BaseMessage],
+        node: str,
+        *,
+        forced_tool_choice: str | None = None,
+    ) -> AsyncGenerator[StreamTextDelta | AIMessage, None]:
+        """Text deltas as they arrive, then the merged message."""
+        index = run.model_calls
+        run.model_calls += 1
+        run.nodes += 1
+        timing = self._start()
+        merged: AIMessageChunk | None = None
+        try:
+            async for chunk in runnable.astream(messages):
+                if not isinstance(chunk, AIMessageChunk):
+                    raise TypeError(
+                        f"the chat model streamed {type(chunk).__name__}, not AIMessageChunk"
+                    )
+                merged = chunk if merged is None else merged + chunk
+                delta = flatten_content_blocks(chunk.content)
+                if delta:
+                    yield StreamTextDelta(delta, index)
+        except Exception as exc:
+            await self._end(run, None, node, index, timing, "error", forced_tool_choice, exc)
+            raise
+        except BaseException:
+            await self._end(run, None, node, index, timing, "cancelled", forced_tool_choice)
+            raise
+        message = AIMessage(content="") if merged is None else message_chunk_to_message(merged)
+        if not isinstance(message, AIMessage):  # pragma: no cover - AIMessageChunk converts so
+            raise TypeError(f"cannot convert {type(message).__name__} to AIMessage")
+        await self._end(run, message, node, index, timing, "completed", forced_tool_choice)
+        yield message
+
+    def _start(self) -> tuple[str, float]:
+        started_at = datetime.now(UTC).isoformat() if self._dispatch.llm_end else ""
+        return started_at, time.perf_counter()
+
+    async def _end(
+        self,
+        run: RunState,
+        message: AIMessage | None,
+        node: str,
+        index: int,
+        timing: tuple[str, float],
+        outcome: TerminationOutcome,
+        forced_tool_choice: str | None,
+        exc: BaseException | None = None,
+    ) -> None:
+        dispatch = self._dispatch
+        if not dispatch.llm_end:
+            return
+        started_at, started = timing
+        duration_ms = (time.perf_counter() - started) * 1000.0
+        model = self._default_model_name
+        if message is not None:
+            metadata = message.response_metadata
+            named = metadata.get("model_name") or metadata.get("model")
+            if isinstance(named, str) and named:
+                model = named
+        await dispatch.emit(
+            dispatch.llm_end,
+            "on_llm_end",
+            LLMEndEvent(
+                model=model,
+                output=(message_text(message) or "") if message is not None else "",
+                usage=usage_of(message),
+                run_id=run.run_id,
+                node_name=node,
+                duration_ms=duration_ms,
+                started_at_utc=started_at,
+                iteration_index=index,
+                outcome=outcome,
+                stop_reason=raw_stop_reason(message) if message is not None else None,
+                error_type=_error_type(exc) if exc is not None else None,
+                forced_tool_choice=forced_tool_choice,
+            ),
+        )
