@@ -28,8 +28,18 @@ class OpenRun:
     context: Context
     tenant: str
     started_monotonic: float
-    last_iteration: int = -1
+    # Loop model calls: calls at the ``react`` node (Symfonic, the reference loop); in a run with
+    # none (a LangChain graph), every call but synthesis and fabrication revision.
+    react_calls: int = 0
+    last_react_index: int = -1
+    other_calls: int = 0
     termination_reason: str | None = field(default=None)
+
+    @property
+    def iterations(self) -> int:
+        if self.react_calls:
+            return max(self.react_calls, self.last_react_index + 1)
+        return self.other_calls
 
 
 class RunRegistry:

@@ -18,11 +18,12 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from opentelemetry import metrics, trace
 from opentelemetry.environment_variables import OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER
+from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
     OTEL_EXPORTER_OTLP_PROTOCOL,
@@ -36,16 +37,17 @@ from opentelemetry.sdk.metrics.export import (
     PeriodicExportingMetricReader,
 )
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
     SpanExporter,
-    SpanExportResult,
 )
 
+from symfonic_otel import lifecycle, semconv
+from symfonic_otel.budget import cardinality_view
 from symfonic_otel.logs import FailureLog, get_logger
+from symfonic_otel.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -59,128 +61,9 @@ _PROTOCOLS: Final[tuple[str, ...]] = get_args(OtlpProtocol)
 _DEFAULT_PROTOCOL: Final[OtlpProtocol] = "grpc"  # the OTLP exporter spec's default
 _DEFAULT_TIMEOUT_MS: Final = 10_000
 _KNOWN_EXPORTER_NAMES: Final = frozenset({"otlp", "console", "none"})
-# SDK defaults for OTEL_BSP_MAX_QUEUE_SIZE / OTEL_BSP_MAX_EXPORT_BATCH_SIZE, used only if the SDK
-# stops exposing its own env readers.
-_BSP_DEFAULT_QUEUE: Final = 2048
-_BSP_DEFAULT_BATCH: Final = 512
-
-
-# --- span drops: counted, not silent ------------------------------------------------------------
-
-
-class _HandOffCountingExporter(SpanExporter):
-    """Tells the processor how many spans left its queue, then delegates to the real exporter."""
-
-    def __init__(self, inner: SpanExporter, on_handoff: Callable[[int], None]) -> None:
-        self.inner = inner
-        self._on_handoff = on_handoff
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self._on_handoff(len(spans))
-        return self.inner.export(spans)
-
-    # ``timeout_millis`` in the signature lets the SDK's batch processor pass its remaining
-    # shutdown budget through (it inspects the argument list).
-    def shutdown(self, timeout_millis: float = 30_000) -> None:
-        if "timeout_millis" in inspect.signature(self.inner.shutdown).parameters:
-            self.inner.shutdown(timeout_millis=timeout_millis)  # type: ignore[call-arg]
-        else:
-            self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
-
-
-class DropCountingBatchSpanProcessor(BatchSpanProcessor):
-    """The SDK ``BatchSpanProcessor`` with queue-full drops counted instead of silently lost.
-
-    The SDK drops the oldest span when its queue is full and only logs a de-duplicated warning,
-    so an overloaded collector quietly eats traces. Here the queue bound is enforced in front of
-    the SDK queue: a span is admitted only while fewer than ``max_queue_size`` spans are waiting
-    (admitted and not yet handed to the exporter), otherwise it is dropped *and counted*. The SDK
-    queue gets one extra batch of headroom so it never drops on its own. ``on_end`` stays
-    non-blocking: a counter under a lock, never I/O.
-    """
-
-    def __init__(
-        self,
-        span_exporter: SpanExporter,
-        *,
-        max_queue_size: int | None = None,
-        max_export_batch_size: int | None = None,
-        schedule_delay_millis: float | None = None,
-        failures: FailureLog | None = None,
-    ) -> None:
-        queue = max_queue_size if max_queue_size is not None else _bsp_default("queue")
-        batch = (
-            max_export_batch_size if max_export_batch_size is not None else _bsp_default("batch")
-        )
-        batch = min(batch, queue)
-        self._limit = queue
-        self._pending = 0
-        self._dropped = 0
-        self._counter_lock = threading.Lock()
-        self._failures = failures or FailureLog()
-        self.exporter = span_exporter
-        super().__init__(
-            _HandOffCountingExporter(span_exporter, self._handed_off),
-            max_queue_size=queue + batch,
-            schedule_delay_millis=schedule_delay_millis,
-            max_export_batch_size=batch,
-        )
-        if hasattr(os, "register_at_fork"):
-            # The SDK empties its queue in a forked child; our count of waiting spans must follow.
-            weak_self = weakref.ref(self)
-
-            def _reset_in_child() -> None:
-                processor = weak_self()
-                if processor is not None:
-                    processor._reset_after_fork()
-
-            os.register_at_fork(after_in_child=_reset_in_child)
-
-    @property
-    def dropped_spans(self) -> int:
-        """Spans dropped because the export queue was full, since creation."""
-        return self._dropped
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if not (span.context and span.context.trace_flags.sampled):
-            return
-        with self._counter_lock:
-            admitted = self._pending < self._limit
-            if admitted:
-                self._pending += 1
-            else:
-                self._dropped += 1
-        if not admitted:
-            self._failures.report(
-                "span_queue_full",
-                None,
-                max_queue_size=self._limit,
-                hint="the collector is slow or down; raise OTEL_BSP_MAX_QUEUE_SIZE or fix export",
-            )
-            return
-        super().on_end(span)
-
-    def _handed_off(self, count: int) -> None:
-        with self._counter_lock:
-            self._pending = max(0, self._pending - count)
-
-    def _reset_after_fork(self) -> None:
-        self._counter_lock = threading.Lock()
-        self._pending = 0
-
-
-def _bsp_default(which: Literal["queue", "batch"]) -> int:
-    """The SDK's own reading of ``OTEL_BSP_*`` (private helpers; fall back to spec defaults)."""
-    name = "_default_max_queue_size" if which == "queue" else "_default_max_export_batch_size"
-    reader = getattr(BatchSpanProcessor, name, None)
-    if callable(reader):
-        value = reader()
-        if isinstance(value, int) and value > 0:
-            return value
-    return _BSP_DEFAULT_QUEUE if which == "queue" else _BSP_DEFAULT_BATCH
+# Share of the shutdown budget the traces may use before the metrics get the rest: the metrics
+# flush last so that the spans lost during the final trace export are counted in it.
+_TRACES_SHARE: Final = 0.6
 
 
 # --- the returned handle --------------------------------------------------------------------------
@@ -226,8 +109,17 @@ class Telemetry:
 
     @property
     def dropped_spans(self) -> int:
-        """Spans lost because the export queue was full (see ``DropCountingBatchSpanProcessor``)."""
+        """Spans lost since configuration: queue full, export failed or unencodable."""
         return sum(processor.dropped_spans for processor in self._span_processors)
+
+    @property
+    def span_losses(self) -> dict[str, int]:
+        """``dropped_spans`` by reason (``queue_full``, ``export_failed``, ``unencodable``)."""
+        totals = dict.fromkeys(DROP_REASONS, 0)
+        for processor in self._span_processors:
+            for reason, count in processor.losses.items():
+                totals[reason] = totals.get(reason, 0) + count
+        return totals
 
     @property
     def is_shut_down(self) -> bool:
@@ -249,11 +141,16 @@ class Telemetry:
         )
 
     def shutdown(self, timeout_millis: int = _DEFAULT_TIMEOUT_MS) -> bool:
-        """Flush and stop everything, within ``timeout_millis``; later calls return at once.
+        """Close open runs, flush and stop everything within ``timeout_millis``; idempotent.
 
-        Returns whether every part stopped cleanly in time. Past the deadline the exporters are
-        shut down directly, which aborts their retry back-off and closes their connections, so
-        the helper threads left behind finish promptly instead of lingering for the OTLP timeout.
+        Order matters: the runs still open in handlers exporting here end first (as
+        ``abandoned``, counted as orphans), then the traces flush, then the metrics, so the
+        final metric export carries the orphan count and the spans lost on the way.
+
+        Returns True only if every part stopped in time and no span was lost; the shutdown log
+        line says the same (``clean``) with the counts. Past the deadline the exporters are shut
+        down directly, which aborts their retry back-off and closes their connections, so the
+        helper threads left behind finish promptly instead of lingering for the OTLP timeout.
         """
         _check_timeout(timeout_millis)
         with self._lock:
@@ -262,35 +159,51 @@ class Telemetry:
             self._shutdown_result = False
         atexit.unregister(self._shutdown_at_exit)
         started = time.monotonic()
+        abandoned = lifecycle.close_runs_of(
+            self.tracer_provider, self.meter_provider, self.is_global
+        )
         self._close_prometheus_server()
-        remaining_s = max(0.0, timeout_millis / 1000 - (time.monotonic() - started))
-        remaining_ms = int(remaining_s * 1000)
-        clean = _run_bounded(
-            {
-                "traces": self._shutdown_traces,
-                "metrics": lambda: self.meter_provider.shutdown(timeout_millis=remaining_ms),
-            },
-            remaining_s,
+
+        def remaining_s() -> float:
+            return max(0.0, timeout_millis / 1000 - (time.monotonic() - started))
+
+        traces_ok = _run_bounded(
+            {"traces": self._shutdown_traces}, remaining_s() * _TRACES_SHARE, self._log, "shutdown"
+        )
+        if not traces_ok:
+            self._shutdown_exporters(SpanExporter)
+        metrics_budget = remaining_s()
+        metrics_ok = _run_bounded(
+            {"metrics": lambda: self.meter_provider.shutdown(timeout_millis=metrics_budget * 1000)},
+            metrics_budget,
             self._log,
             "shutdown",
         )
-        if not clean:
-            for exporter in self._exporters:
-                try:
-                    exporter.shutdown()
-                except Exception:  # best effort after the deadline
-                    continue
-        dropped = self.dropped_spans
-        log = self._log.warning if dropped else self._log.info
+        if not metrics_ok:
+            self._shutdown_exporters(MetricExporter)
+        losses = self.span_losses
+        dropped = sum(losses.values())
+        clean = traces_ok and metrics_ok and dropped == 0
+        log = self._log.info if clean else self._log.warning
         log(
             "symfonic_otel.telemetry_shutdown",
             clean=clean,
             dropped_spans=dropped,
+            **{f"dropped_spans_{reason}": count for reason, count in losses.items()},
+            abandoned_runs=abandoned,
             elapsed_ms=round((time.monotonic() - started) * 1000, 1),
         )
         with self._lock:
             self._shutdown_result = clean
         return clean
+
+    def _shutdown_exporters(self, kind: type) -> None:
+        for exporter in self._exporters:
+            if isinstance(exporter, kind):
+                try:
+                    exporter.shutdown()
+                except Exception:  # best effort after the deadline
+                    continue
 
     def _shutdown_traces(self) -> bool:
         self.tracer_provider.shutdown()
@@ -470,8 +383,13 @@ def configure_telemetry(
     readers.extend(metric_readers)
 
     try:
+        # This package's instruments get a cardinality limit above the handlers' own series
+        # budgets, so no tenant ever lands in the SDK's unlabelled overflow series.
         meter_provider = MeterProvider(
-            resource=resource, metric_readers=readers, shutdown_on_exit=False
+            resource=resource,
+            metric_readers=readers,
+            shutdown_on_exit=False,
+            views=[cardinality_view()],
         )
     except Exception:
         if prometheus_server is not None:
@@ -494,6 +412,7 @@ def configure_telemetry(
                 "pass telemetry.tracer_provider / meter_provider to handlers explicitly",
             )
 
+    _observe_span_losses(meter_provider, batch_processors)
     telemetry = Telemetry(
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
@@ -520,6 +439,35 @@ def configure_telemetry(
         is_global=is_global,
     )
     return telemetry
+
+
+def _observe_span_losses(
+    meter_provider: MeterProvider, processors: Sequence[DropCountingBatchSpanProcessor]
+) -> None:
+    """``symfonic.telemetry.dropped_spans``: read from the processors at each collection.
+
+    An observable counter costs nothing on the paths that lose spans (one of them is the agent's
+    thread when the queue is full), and every reason is reported, at zero too, so ``rate()``
+    sees the first loss.
+    """
+    held = tuple(weakref.ref(processor) for processor in processors)
+
+    def observe(options: CallbackOptions) -> Iterable[Observation]:
+        totals = dict.fromkeys(DROP_REASONS, 0)
+        for ref in held:
+            processor = ref()
+            if processor is not None:
+                for reason, count in processor.losses.items():
+                    totals[reason] += count
+        return [
+            Observation(count, {semconv.TELEMETRY_DROP_REASON: reason})
+            for reason, count in totals.items()
+        ]
+
+    spec = semconv.DROPPED_SPANS
+    meter_provider.get_meter(semconv.METER_NAME).create_observable_counter(
+        spec.name, callbacks=[observe], unit=spec.unit, description=spec.description
+    )
 
 
 def _validate(

@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics.export import (
     InMemoryMetricReader,
     Metric,
     NumberDataPoint,
+    Sum,
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -104,15 +105,25 @@ class InMemoryTelemetry:
                     found[metric.name] = metric
         return found
 
-    def points(self, name: str) -> list[tuple[dict[str, Any], PointValue]]:
-        """(attributes, value) per data point; histograms give their data point as the value."""
+    def points(
+        self, name: str, *, include_zeros: bool = False
+    ) -> list[tuple[dict[str, Any], PointValue]]:
+        """(attributes, value) per data point; histograms give their data point as the value.
+
+        Counter series still at zero (the handler creates a tenant's series at zero when it
+        first sees the tenant) are left out unless ``include_zeros``: the result is what was
+        counted.
+        """
         metric = self.metrics().get(name)
         if metric is None:
             return []
+        monotonic = isinstance(metric.data, Sum) and metric.data.is_monotonic
         result: list[tuple[dict[str, Any], PointValue]] = []
         for point in metric.data.data_points:
             attributes = dict(point.attributes or {})
             if isinstance(point, NumberDataPoint):
+                if monotonic and point.value == 0 and not include_zeros:
+                    continue
                 result.append((attributes, point.value))
             elif isinstance(point, HistogramDataPoint):
                 result.append((attributes, point))
