@@ -39,9 +39,7 @@ def _run(handler: OTelCallbackHandler, run_id: str, *, tenant_id: str | None = N
 
 def _tenant_of(memory: InMemoryTelemetry, run_id: str) -> str:
     [span] = [
-        s
-        for s in memory.spans()
-        if s.attributes and s.attributes.get(semconv.RUN_ID) == run_id
+        s for s in memory.spans() if s.attributes and s.attributes.get(semconv.RUN_ID) == run_id
     ]
     assert span.attributes is not None
     return str(span.attributes[semconv.TENANT_ID])
@@ -92,9 +90,12 @@ def test_trusted_baggage_ranks_between_explicit_sources_and_the_default(
         _run(handler, "metadata", tenant_id="from-metadata")
         with tenant_scope("from-scope"):
             _run(handler, "scope", tenant_id="from-metadata")
-    assert [
-        _tenant_of(telemetry, run) for run in ("plain", "baggage", "metadata", "scope")
-    ] == ["default-co", "from-gateway", "from-metadata", "from-scope"]
+    assert [_tenant_of(telemetry, run) for run in ("plain", "baggage", "metadata", "scope")] == [
+        "default-co",
+        "from-gateway",
+        "from-metadata",
+        "from-scope",
+    ]
 
 
 def test_adapter_tenant_beats_the_handler_default(telemetry: InMemoryTelemetry) -> None:
@@ -132,9 +133,7 @@ def test_calls_outside_a_run_use_the_same_trust_model(telemetry: InMemoryTelemet
     with inbound_request({"baggage": "tenant.id=globex"}):
         handler.llm_end(LLMEndEvent(model="gpt-4o", output="x", usage={}))
         handler.llm_end(LLMEndEvent(model="gpt-4o", output="x", usage={}), tenant_id="initech")
-    tenants = sorted(
-        str((s.attributes or {})[semconv.TENANT_ID]) for s in telemetry.spans()
-    )
+    tenants = sorted(str((s.attributes or {})[semconv.TENANT_ID]) for s in telemetry.spans())
     assert tenants == ["acme", "initech"]
 
 
