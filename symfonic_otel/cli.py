@@ -64,18 +64,25 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--tenants", type=_positive_int, default=5, help="tenants (default 5)")
     demo.add_argument("--seed", type=int, default=7, help="same seed, same output (default 7)")
     demo.add_argument(
-        "--prometheus-port", type=_port, default=None, metavar="PORT",
+        "--prometheus-port",
+        type=_port,
+        default=None,
+        metavar="PORT",
         help="serve /metrics on 127.0.0.1:PORT (0 picks a free port)",
     )
     demo.add_argument(
-        "--duration", type=_positive_float, default=None, metavar="SECONDS",
+        "--duration",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
         help="keep producing traffic at a steady rate for this long (instead of --runs)",
     )
     demo.add_argument(
         "--rate", type=_positive_float, default=20.0, help="runs per second with --duration"
     )
     demo.add_argument(
-        "--otlp", action="store_true",
+        "--otlp",
+        action="store_true",
         help="also export over OTLP, configured by the standard OTEL_EXPORTER_OTLP_* variables",
     )
 

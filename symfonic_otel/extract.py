@@ -28,6 +28,15 @@ from symfonic_otel.sanitise import (
     valid_duration_ms,
 )
 
+OUTCOMES: Final = frozenset({"completed", "error", "cancelled", "abandoned"})
+CONTENT_TYPES: Final = frozenset({"str", "list", "NoneType"})
+FABRICATION_MODES: Final = frozenset({"off", "observe", "revise", "refuse"})
+FABRICATION_ACTIONS: Final = frozenset({"none", "observed", "revise_forced", "refuse_replaced"})
+# A run exit the event does not name, derived from its outcome; completed runs stay unset.
+_DERIVED_STOP: Final = {
+    "error": semconv.STOP_REASON_ERROR,
+    "cancelled": semconv.STOP_REASON_INTERRUPTED,
+}
 # Integer attributes must fit the OTLP int64 and stay meaningful; counts past this are garbage.
 _MAX_COUNT: Final = 2**31 - 1
 # Token counts past 2**53 are not real usage (and lose precision as floats in histograms).
@@ -197,3 +206,93 @@ def error_type(explicit: str | None, event: object) -> str | None:
         return None
     cleaned = clean_text((value if isinstance(value, str) else str(value))[:1024].strip(), 128)
     return cleaned or None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model completion, read from an LLMEnd event (and what the adapter knew of it)."""
+
+    run_id: str
+    model: str
+    node: str
+    iteration: int
+    error_type: str | None  # set when the call failed: the exception type, else ``_OTHER``
+    finish_reason: str | None
+    output: str
+    timing: Timing
+    usage: Usage
+    pricing_unknown: bool  # the event's own flag
+
+
+def model_call(
+    event: object, start_ns: int | None, end_ns: int | None, explicit_error: str | None
+) -> ModelCall:
+    failed = text(event, "outcome", "completed") == "error" or explicit_error is not None
+    return ModelCall(
+        run_id=run_id(event),
+        model=name_text(event, "model"),
+        node=name_text(event, "node_name"),
+        iteration=count(event, "iteration_index"),
+        error_type=(error_type(explicit_error, event) or semconv.OTHER_VALUE) if failed else None,
+        finish_reason=stop_reason(event),
+        output=text(event, "output"),
+        timing=call_timing(event, start_ns, end_ns),
+        usage=usage(event),
+        pricing_unknown=flag(event, "pricing_unknown"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """How a run ended, read from an AgentEnd event."""
+
+    outcome: str
+    final_response: str | None
+    empty: bool | None
+    stop_reason: str | None
+    duration_ms: float | None  # None: measure it instead
+    malformed: bool
+
+
+def run_end(event: object, answered: object, bailed: bool, max_ms: float) -> RunEnd:
+    outcome = choice(text(event, "outcome", "completed"), OUTCOMES)
+    final_response = opt_text(event, "final_response")
+    raw_duration = getattr(event, "duration_ms", None)
+    duration_ms = valid_duration_ms(raw_duration, max_ms)
+    return RunEnd(
+        outcome=outcome,
+        final_response=final_response,
+        empty=empty_flag(outcome, final_response, answered, bailed),
+        stop_reason=stop_reason(event) or _DERIVED_STOP.get(outcome),
+        duration_ms=duration_ms,
+        malformed=raw_duration is not None and duration_ms is None,
+    )
+
+
+def empty_flag(
+    outcome: str, final_response: str | None, answered: object, bailed: bool
+) -> bool | None:
+    """``symfonic.response.empty``: set only on completed runs whose answer is known.
+
+    ``answered`` (an adapter's verdict, e.g. a LangGraph state that is not a message) wins;
+    ``final_response=None`` is the Symfonic streaming path: unknown, unless the run reported a
+    silent bail, which streaming cannot recover.
+    """
+    if outcome != "completed":
+        return None
+    if isinstance(answered, bool):
+        return not answered
+    if final_response is None:
+        return True if bailed else None
+    return not final_response.strip()
+
+
+def loop_end_attributes(event: object, reason: str) -> dict[str, object]:
+    """The ``symfonic.react.loop_end`` span event's attributes."""
+    return {
+        semconv.REACT_TERMINATION_REASON: reason,
+        semconv.REACT_ITERATION_INDEX: count(event, "iteration_index"),
+        semconv.REACT_CONTENT_TYPE: choice(text(event, "content_type"), CONTENT_TYPES),
+        semconv.REACT_HAS_TOOL_CALLS: flag(event, "has_tool_calls"),
+        semconv.REACT_TOOL_CALL_COUNT: count(event, "tool_call_count"),
+    }

@@ -9,7 +9,6 @@ runs live in a ``RunRegistry`` with a TTL and a cap, swept at every metric colle
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,17 +17,18 @@ from typing import Any, Final
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 
 from symfonic_otel import __version__, lifecycle, semconv
 from symfonic_otel import extract as ex
-from symfonic_otel.budget import CARDINALITY_LIMIT, series_budget
-from symfonic_otel.content import messages_json, resolve_capture, truncate
+from symfonic_otel.content import resolve_capture
 from symfonic_otel.emit_metrics import TERMINATION_REASONS, MetricEmitter
+from symfonic_otel.emit_spans import CallContext, SpanEmitter
 from symfonic_otel.labels import BoundedLabels
-from symfonic_otel.logs import FailureLog, get_logger
-from symfonic_otel.pricing import ModelPrice, PriceTable
-from symfonic_otel.providers import infer_provider
+from symfonic_otel.logs import FailureLog
+from symfonic_otel.models import ModelCatalogue
+from symfonic_otel.options import check_handler_options, warn_if_over_limit
+from symfonic_otel.pricing import ModelPrice
 from symfonic_otel.runs import OpenRun, RunRegistry
 from symfonic_otel.sanitise import (
     MAX_CALL_MS,
@@ -37,26 +37,11 @@ from symfonic_otel.sanitise import (
     clean_label,
     clean_text,
     run_key,
-    valid_duration_ms,
 )
 from symfonic_otel.tenancy import resolve_tenant, sanitise_tenant
 
 __all__ = ["OTelCallbackHandler"]
 
-_OUTCOMES: Final = frozenset({"completed", "error", "cancelled", "abandoned"})
-_CONTENT_TYPES: Final = frozenset({"str", "list", "NoneType"})
-_FABRICATION_MODES: Final = frozenset({"off", "observe", "revise", "refuse"})
-_FABRICATION_ACTIONS: Final = frozenset({"none", "observed", "revise_forced", "refuse_replaced"})
-_NOT_LOOP_NODES: Final = frozenset(
-    {semconv.NODE_SYNTHESIZE_FALLBACK, semconv.NODE_FABRICATION_REVISE}
-)
-# A run exit the event does not name, derived from its outcome; completed runs stay unset.
-_DERIVED_STOP: Final = {
-    "error": semconv.STOP_REASON_ERROR,
-    "cancelled": semconv.STOP_REASON_INTERRUPTED,
-}
-_MAX_FINDING_KINDS: Final = 16
-_MODEL_INFO_CAP: Final = 1024
 _EMPTY_CONTEXT: Final = Context()
 
 
@@ -81,38 +66,23 @@ class OTelCallbackHandler:
         pricing: Mapping[str, ModelPrice] | None = None,
         tenant_from_baggage: bool = False,
     ) -> None:
-        if not isinstance(agent_name, str) or not clean_label(agent_name):
-            raise ValueError(f"agent_name must be a non-empty str, got {agent_name!r}")
-        if tenant_id is not None and not isinstance(tenant_id, str):
-            raise TypeError(f"tenant_id must be a str or None, got {tenant_id!r}")
-        if isinstance(max_tenants, bool) or not isinstance(max_tenants, int) or max_tenants < 1:
-            raise ValueError(f"max_tenants must be an int >= 1, got {max_tenants!r}")
-        if (
-            isinstance(run_ttl_s, bool)
-            or not isinstance(run_ttl_s, int | float)
-            or not math.isfinite(run_ttl_s)
-            or run_ttl_s <= 0
-        ):
-            raise ValueError(f"run_ttl_s must be a positive number of seconds, got {run_ttl_s!r}")
-        if (
-            isinstance(max_open_runs, bool)
-            or not isinstance(max_open_runs, int)
-            or max_open_runs < 1
-        ):
-            raise ValueError(f"max_open_runs must be an int >= 1, got {max_open_runs!r}")
-        if not isinstance(tenant_from_baggage, bool):
-            raise TypeError(f"tenant_from_baggage must be a bool, got {tenant_from_baggage!r}")
-
+        check_handler_options(
+            agent_name=agent_name,
+            tenant_id=tenant_id,
+            max_tenants=max_tenants,
+            run_ttl_s=run_ttl_s,
+            max_open_runs=max_open_runs,
+            tenant_from_baggage=tenant_from_baggage,
+        )
         self.agent_name = clean_label(agent_name)
         self.capture_content = resolve_capture(capture_content)
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
-        self._tracer = trace.get_tracer(
-            semconv.METER_NAME, __version__, tracer_provider=tracer_provider
-        )
+        tracer = trace.get_tracer(semconv.METER_NAME, __version__, tracer_provider=tracer_provider)
+        self._spans = SpanEmitter(tracer, self.agent_name, self.capture_content)
         meter = metrics.get_meter(semconv.METER_NAME, __version__, meter_provider=meter_provider)
         self._metrics = MetricEmitter(meter, self.agent_name)
-        self._prices = PriceTable(pricing)
+        self._models = ModelCatalogue(pricing, self._metrics.models, self._metrics.providers)
         self._runs = RunRegistry(float(run_ttl_s), max_open_runs)
         self._max_run_ms = max(MAX_CALL_MS, float(run_ttl_s) * 1000.0)
         self._failures = FailureLog()
@@ -121,23 +91,11 @@ class OTelCallbackHandler:
         self._tenants = BoundedLabels(
             max_tenants, semconv.OVERFLOW_VALUE, sanitise_tenant, always=(semconv.TENANT_UNKNOWN,)
         )
-        self._agent_span_name = semconv.agent_span_name(self.agent_name)
-        # Per model name: its label, inferred provider, price and span name, so an LLM call does
-        # no regex matching, price lookup or formatting for a model seen before.
-        self._model_info: dict[str, _ModelInfo] = {}
         # Runs past their TTL are closed at every metric collection, even with no traffic; at
         # shutdown and exit every open run is closed before the final flush.
         self._metrics.recorder.on_collect(self.expire_runs)
         lifecycle.register(self)
-        needed = max(series_budget(max_tenants).values())
-        if needed > CARDINALITY_LIMIT:
-            get_logger().warning(
-                "symfonic_otel.series_budget_above_limit",
-                max_tenants=max_tenants,
-                series_per_instrument=needed,
-                configured_limit=CARDINALITY_LIMIT,
-                hint="use your own MeterProvider with budget.cardinality_view(limit)",
-            )
+        warn_if_over_limit(max_tenants)
 
     # --- async callbacks (the duck-typed Symfonic handler protocol) ----------------------------
 
@@ -231,24 +189,17 @@ class OTelCallbackHandler:
                 return None
             name = clean_text(str(tool_name)[: MAX_NAME_BYTES * 4].strip(), MAX_NAME_BYTES)
             tenant = run.tenant if run is not None else self._tenant(tenant_id)
-            attributes: dict[str, Any] = {
-                semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
-                semconv.GEN_AI_TOOL_NAME: name,
-                semconv.TENANT_ID: tenant,
-            }
-            if run is not None:
-                attributes[semconv.RUN_ID] = run.run_id
-            if call_id:
-                attributes[semconv.GEN_AI_TOOL_CALL_ID] = clean_text(
-                    str(call_id)[: MAX_ID_BYTES * 4], MAX_ID_BYTES
-                )
+            tool_call = (
+                clean_text(str(call_id)[: MAX_ID_BYTES * 4], MAX_ID_BYTES) if call_id else None
+            )
             start, _ = ex.explicit_time(start_time_ns)
-            return self._tracer.start_span(
-                semconv.tool_span_name(name),
-                context=run.context if run is not None else parent,
-                kind=SpanKind.INTERNAL,
-                attributes=attributes,
-                start_time=start,
+            return self._spans.start_tool(
+                name,
+                tool_call,
+                tenant,
+                run.run_id if run is not None else None,
+                run.context if run is not None else parent,
+                start,
             )
         except Exception as exc:
             self._failures.report("start_tool", exc)
@@ -349,22 +300,8 @@ class OTelCallbackHandler:
             return
         tenant = self._tenant(tenant_id)
         start, bad_time = ex.explicit_time(start_time_ns)
-        attributes: dict[str, Any] = {
-            semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
-            semconv.GEN_AI_AGENT_NAME: self.agent_name,
-            semconv.TENANT_ID: tenant,
-            semconv.RUN_ID: run_id,
-        }
-        if self.capture_content:
-            query = ex.text(event, "query")
-            self._capture(attributes, semconv.GEN_AI_INPUT_MESSAGES, "user", query)
-        span = self._tracer.start_span(
-            self._agent_span_name,
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=start,
-        )
+        query = ex.text(event, "query") if self._spans.capture_content else ""
+        span = self._spans.start_run(run_id, tenant, query, parent, start)
         run = OpenRun(
             run_id=run_id,
             span=span,
@@ -392,153 +329,86 @@ class OTelCallbackHandler:
             reason = "duplicate" if run_id and self._runs.was_ended(run_id) else "unknown_run"
             self._drop("agent_end", reason if run_id else "malformed")
             return
-        outcome = ex.choice(ex.text(event, "outcome", "completed"), _OUTCOMES)
-        final_response = ex.opt_text(event, "final_response")
-        empty = _empty_flag(outcome, final_response, answered, run)
-        stop = ex.stop_reason(event) or _DERIVED_STOP.get(outcome)
-        # One set_attributes: the span takes its lock and validates once, not per attribute.
-        attributes: dict[str, Any] = {semconv.RUN_OUTCOME: outcome}
-        if empty is not None:
-            attributes[semconv.RESPONSE_EMPTY] = empty
-        if stop is not None:
-            attributes[semconv.RUN_STOP_REASON] = stop
-        if self.capture_content and final_response:
-            self._capture(attributes, semconv.GEN_AI_OUTPUT_MESSAGES, "assistant", final_response)
-        if outcome == "error":
-            attributes[semconv.ERROR_TYPE] = ex.error_type(error_type, event) or semconv.OTHER_VALUE
-        span = run.span
-        span.set_attributes(attributes)
-        if outcome == "error":
-            span.set_status(Status(StatusCode.ERROR))
-        span.end(end_time=self._end_time(span, end_time_ns))
-
-        raw_duration = getattr(event, "duration_ms", None)
-        duration_ms = valid_duration_ms(raw_duration, self._max_run_ms)
+        end = ex.run_end(event, answered, run.termination_reason is not None, self._max_run_ms)
+        self._spans.end_run(
+            run.span,
+            end.outcome,
+            end.empty,
+            end.stop_reason,
+            ex.error_type(error_type, event) if end.outcome == "error" else None,
+            end.final_response,
+            self._end_time(run.span, end_time_ns),
+        )
         duration_s = (
-            duration_ms / 1000.0
-            if duration_ms is not None
+            end.duration_ms / 1000.0
+            if end.duration_ms is not None
             else max(time.monotonic() - run.started_monotonic, 0.0)
         )
-        self._metrics.run_ended(run.tenant, outcome, empty, duration_s, run.iterations, stop)
-        if raw_duration is not None and duration_ms is None:
+        self._metrics.run_ended(
+            run.tenant, end.outcome, end.empty, duration_s, run.iterations, end.stop_reason
+        )
+        if end.malformed:
             self._drop("agent_end", "malformed")
 
     def _abandon(self, run: OpenRun) -> None:
         """End a run whose AgentEnd never came: outcome ``abandoned``, counted as an orphan."""
-        run.span.set_attribute(semconv.RUN_OUTCOME, "abandoned")
-        run.span.end()
+        self._spans.abandon_run(run.span)
         self._metrics.run_ended(run.tenant, "abandoned", None, None, run.iterations, None)
         self._metrics.orphaned()
 
     def _llm_end(self, event: Any, hints: _Hints) -> None:
-        run_id = ex.run_id(event)
-        run = self._runs.get(run_id) if run_id else None
-        model = ex.name_text(event, "model")
-        info = self._model_info.get(model) or self._describe_model(model)
-        raw_node = ex.name_text(event, "node_name")
-        node = self._metrics.nodes(raw_node) if raw_node else ""
+        call = ex.model_call(event, hints.start_time_ns, hints.end_time_ns, hints.error_type)
+        run = self._runs.get(call.run_id) if call.run_id else None
+        info = self._models(call.model)
+        node = self._metrics.nodes(call.node) if call.node else ""
         provider = self._metrics.providers(hints.provider) if hints.provider else info.provider
         tenant = run.tenant if run is not None else self._tenant(hints.tenant_id)
-        iteration = ex.count(event, "iteration_index")
-        failed = ex.text(event, "outcome", "completed") == "error" or hints.error_type is not None
-        error = (ex.error_type(hints.error_type, event) or semconv.OTHER_VALUE) if failed else None
-        timing = ex.call_timing(event, hints.start_time_ns, hints.end_time_ns)
-        usage = ex.usage(event)
         price = info.price
-        pricing_unknown = price is None or ex.flag(event, "pricing_unknown")
+        pricing_unknown = price is None or call.pricing_unknown
         cost = (
             None
             if pricing_unknown or price is None
-            else price.cost_of(usage.typed, cache_in_input=usage.cache_in_input)
+            else price.cost_of(call.usage.typed, cache_in_input=call.usage.cache_in_input)
         )
-        is_synthesis = raw_node == semconv.NODE_SYNTHESIZE_FALLBACK
-        output = ex.text(event, "output")
-        recovered = is_synthesis and not failed and not ex.is_blank(output)
-        if run is not None and raw_node not in _NOT_LOOP_NODES:
-            if raw_node == semconv.NODE_REACT:
-                run.react_calls += 1
-                run.last_react_index = max(run.last_react_index, iteration)
-            else:
-                run.other_calls += 1
-
-        # Span: parented by run id; a call of no known run gets the caller's parent or a root.
-        attributes: dict[str, Any] = {
-            semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
-            semconv.GEN_AI_REQUEST_MODEL: model,
-            semconv.NODE_NAME: raw_node,
-            semconv.REACT_ITERATION_INDEX: iteration,
-            semconv.TENANT_ID: tenant,
-            semconv.LLM_PRICING_UNKNOWN: pricing_unknown,
-        }
-        if run_id:
-            attributes[semconv.RUN_ID] = run_id
-        if provider:
-            attributes[semconv.GEN_AI_PROVIDER_NAME] = provider
-        if usage.input_tokens is not None:
-            attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
-        if usage.output_tokens is not None:
-            attributes[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-        if usage.typed.cache_read_tokens:
-            attributes[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.typed.cache_read_tokens
-        if usage.typed.cache_creation_tokens:
-            attributes[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = (
-                usage.typed.cache_creation_tokens
-            )
-        if cost is not None:
-            attributes[semconv.LLM_COST_USD] = cost
-        if is_synthesis:
-            attributes[semconv.SYNTHESIS_RECOVERED] = recovered
-        finish = ex.stop_reason(event)
-        if finish is not None:
-            attributes[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = (finish,)
-        if self.capture_content and output:
-            self._capture(attributes, semconv.GEN_AI_OUTPUT_MESSAGES, "assistant", output)
-        if error is not None:
-            attributes[semconv.ERROR_TYPE] = error
+        recovered = (
+            call.error_type is None and not ex.is_blank(call.output)
+            if call.node == semconv.NODE_SYNTHESIZE_FALLBACK
+            else None
+        )
         if run is not None:
-            context = run.context
-        else:
-            context = hints.parent if hints.parent is not None else _EMPTY_CONTEXT
-        span = self._tracer.start_span(
-            info.span_name,
-            context=context,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
-            start_time=timing.start_ns,
+            run.count_call(call.node, call.iteration)
+            parent = run.context
+        else:  # a call of no known run: the adapter's parent, else a root span (never ambient)
+            parent = hints.parent if hints.parent is not None else _EMPTY_CONTEXT
+        self._spans.model_call(
+            call,
+            CallContext(
+                call.run_id,
+                tenant,
+                provider,
+                pricing_unknown,
+                cost,
+                recovered,
+                info.span_name,
+                parent,
+            ),
         )
-        if error is not None:
-            span.set_status(Status(StatusCode.ERROR))
-        span.end(end_time=timing.end_ns)
-        if run is None and run_id:  # no run id at all is a standalone call, not a lost event
+        if run is None and call.run_id:  # no run id at all is a standalone call, not a loss
             self._drop("llm_end", "unknown_run")
-        if timing.malformed:
+        if call.timing.malformed:
             self._drop("llm_end", "malformed")
-
         self._metrics.model_call(
             tenant,
             info.label,
             node,
             provider,
-            self._metrics.errors(error) if error is not None else None,
-            timing.duration_s,
-            (usage.input_tokens, usage.output_tokens),
+            self._metrics.errors(call.error_type) if call.error_type is not None else None,
+            call.timing.duration_s,
+            (call.usage.input_tokens, call.usage.output_tokens),
             cost,
             pricing_unknown,
-            recovered if is_synthesis else None,
+            recovered,
         )
-
-    def _describe_model(self, model: str) -> _ModelInfo:
-        raw_provider = infer_provider(model)
-        info = _ModelInfo(
-            label=self._metrics.models(model) if model else "",
-            provider=self._metrics.providers(raw_provider) if raw_provider else None,
-            price=self._prices.lookup(model) if model else None,
-            span_name=semconv.chat_span_name(model),
-        )
-        if len(self._model_info) >= _MODEL_INFO_CAP:  # bounded even when names never repeat
-            self._model_info.clear()
-        self._model_info[model] = info
-        return info
 
     def _react_loop_end(self, event: Any) -> None:
         run_id = ex.run_id(event)
@@ -551,75 +421,21 @@ class OTelCallbackHandler:
             self._drop("react_loop_end", "unknown_run" if run_id else "malformed")
             return
         run.termination_reason = reason
-        run.span.set_attribute(semconv.REACT_TERMINATION_REASON, reason)
-        run.span.add_event(
-            semconv.EVENT_REACT_LOOP_END,
-            {
-                semconv.REACT_TERMINATION_REASON: reason,
-                semconv.REACT_ITERATION_INDEX: ex.count(event, "iteration_index"),
-                semconv.REACT_CONTENT_TYPE: ex.choice(
-                    ex.text(event, "content_type"), _CONTENT_TYPES
-                ),
-                semconv.REACT_HAS_TOOL_CALLS: ex.flag(event, "has_tool_calls"),
-                semconv.REACT_TOOL_CALL_COUNT: ex.count(event, "tool_call_count"),
-            },
-        )
+        self._spans.loop_end(run.span, reason, ex.loop_end_attributes(event, reason))
 
     def _fabrication_detected(self, event: Any) -> None:
         run_id = ex.run_id(event)
         run = self._runs.get(run_id) if run_id else None
         tenant = run.tenant if run is not None else self._tenant(None)
-        mode = ex.choice(ex.text(event, "mode"), _FABRICATION_MODES)
-        action = ex.choice(ex.text(event, "action_taken"), _FABRICATION_ACTIONS)
+        mode = ex.choice(ex.text(event, "mode"), ex.FABRICATION_MODES)
+        action = ex.choice(ex.text(event, "action_taken"), ex.FABRICATION_ACTIONS)
         confidence = min(ex.number(event, "max_finding_confidence") or 0.0, 1.0)
         self._metrics.fabrication(tenant, mode, action, confidence)
         if run is None:
             self._drop("fabrication_detected", "unknown_run" if run_id else "malformed")
             return
-        findings = getattr(event, "findings", None)
-        findings = findings if isinstance(findings, list | tuple) else []
-        kinds = sorted(
-            {
-                clean_text(str(f.get("kind"))[:256], 64)
-                for f in findings[:1024]
-                if isinstance(f, Mapping) and f.get("kind") is not None
-            }
-        )[:_MAX_FINDING_KINDS]
-        attributes: dict[str, Any] = {
-            semconv.FABRICATION_MODE: mode,
-            semconv.FABRICATION_ACTION: action,
-            semconv.FABRICATION_MAX_CONFIDENCE: confidence,
-            semconv.FABRICATION_FINDINGS: len(findings),
-            semconv.FABRICATION_FINDING_KINDS: kinds,
-        }
         threshold = ex.number(event, "refuse_threshold")
-        if threshold is not None:
-            attributes[semconv.FABRICATION_REFUSE_THRESHOLD] = threshold
-        if self.capture_content:
-            draft, draft_cut = truncate(ex.text(event, "original_draft_preview"))
-            attributes[semconv.FABRICATION_DRAFT_PREVIEW] = draft
-            replacement = ex.opt_text(event, "replacement_preview")
-            if replacement is not None:
-                attributes[semconv.FABRICATION_REPLACEMENT_PREVIEW] = truncate(replacement)[0]
-            attributes[semconv.FABRICATION_PREVIEW_TRUNCATED] = (
-                ex.flag(event, "preview_truncated") or draft_cut
-            )
-        run.span.add_event(semconv.EVENT_FABRICATION_DETECTED, attributes)
-
-    @staticmethod
-    def _capture(attributes: dict[str, Any], key: str, role: str, text: str) -> None:
-        payload, truncated = messages_json(role, text)
-        attributes[key] = payload
-        if truncated:
-            attributes[semconv.CONTENT_TRUNCATED] = True
-
-
-@dataclass(frozen=True, slots=True)
-class _ModelInfo:
-    label: str
-    provider: str | None
-    price: ModelPrice | None
-    span_name: str
+        self._spans.fabrication(run.span, mode, action, confidence, event, threshold)
 
 
 @dataclass(frozen=True, slots=True)
@@ -640,16 +456,3 @@ def _key(run_id: object) -> str:
         return ""
     text = run_id if isinstance(run_id, str) else str(run_id)
     return run_key(text) if text else ""
-
-
-def _empty_flag(
-    outcome: str, final_response: str | None, answered: object, run: OpenRun
-) -> bool | None:
-    """``symfonic.response.empty``: only on completed runs whose answer is known."""
-    if outcome != "completed":
-        return None
-    if isinstance(answered, bool):
-        return not answered
-    if final_response is None:  # the streaming path: unknown, unless it reported a silent bail
-        return True if run.termination_reason is not None else None
-    return not final_response.strip()

@@ -178,9 +178,7 @@ def _bail_table(view: MetricView) -> Table:
 
 def _synthesis_table(view: MetricView) -> Table:
     calls = view.sums(semconv.SYNTHESIS_FALLBACKS.name, [semconv.SYNTHESIS_RECOVERED])
-    cost = view.total(
-        semconv.LLM_COST.name, {semconv.NODE_NAME: semconv.NODE_SYNTHESIZE_FALLBACK}
-    )
+    cost = view.total(semconv.LLM_COST.name, {semconv.NODE_NAME: semconv.NODE_SYNTHESIZE_FALLBACK})
     all_cost = view.total(semconv.LLM_COST.name)
     total = sum(calls.values())
     recovered = calls.get((True,), 0.0)

@@ -167,8 +167,12 @@ def _qwen_salvage(rng: random.Random, tenant: str) -> ScenarioPlan:
     m = ("qwen3-max", "dashscope", FAST)
     script = [
         _tool_turn(
-            m[0], m[1], [("search_docs", {"query": "refund"})], _usage(rng, 1000, 60),
-            text="Refunds are accepted within 30 days of delivery.", stop="stop",
+            m[0],
+            m[1],
+            [("search_docs", {"query": "refund"})],
+            _usage(rng, 1000, 60),
+            text="Refunds are accepted within 30 days of delivery.",
+            stop="stop",
         )
     ]
     return _plan("qwen_salvage", m, script, "Can I get a refund?")
@@ -242,7 +246,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("qwen_salvage", _qwen_salvage, 6, 4),
     Scenario(
         "loop_cut_synthesis_recovered",
-        lambda r, t: _loop_cut(r, t, synthesize=True, recovers=True), 0.5, 10,
+        lambda r, t: _loop_cut(r, t, synthesize=True, recovers=True),
+        0.5,
+        10,
     ),
     Scenario(
         "loop_cut_unrecovered",
@@ -253,11 +259,15 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("iteration_cap", _iteration_cap, 0.25, 10),
     Scenario(
         "empty_recovered",
-        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=True), 0.5, 8,
+        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=True),
+        0.5,
+        8,
     ),
     Scenario(
         "empty_unrecovered",
-        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=False), 0.25, 8,
+        lambda r, t: _empty_completion(r, t, synthesize=True, recovers=False),
+        0.25,
+        8,
     ),
     Scenario("fabrication_observe", lambda r, t: _fabrication(r, t, mode="observe"), 4, 4),
     Scenario("fabrication_revise", lambda r, t: _fabrication(r, t, mode="revise"), 3, 3),

@@ -120,9 +120,7 @@ class Traffic:
 
     async def one(self, run: PlannedRun) -> None:
         plan = run.plan
-        model = ScriptedChatModel(
-            plan.script, model_name=plan.model_name, latency_s=plan.latency_s
-        )
+        model = ScriptedChatModel(plan.script, model_name=plan.model_name, latency_s=plan.latency_s)
         agent = ReactAgent(
             model, TOOLS, config=plan.config, callbacks=[self.handler], name=AGENT_NAME
         )
