@@ -203,12 +203,17 @@ class MetricEmitter:
         pricing_unknown: bool,
         recovered: bool | None,
     ) -> None:
-        """One model call; ``recovered`` is None unless it was a synthesis call."""
+        """One model call; ``recovered`` is None unless it was a synthesis call.
+
+        Attribute sets are cached per *requested* label combination, so the budget is consulted
+        once per combination: a pool's decision never changes (admitted keys stay admitted, and
+        a pool that refused once is full for good).
+        """
         instruments = self.instruments
-        key: tuple[Any, ...] = (tenant, model, node, provider, error)
-        if not self._op_pool.admit(key):
-            key = (tenant, OTHER, OTHER, OTHER, OTHER if error is not None else None)
-        op_attrs = self._cached(("op", *key), _op_attrs, *key)
+        cache = self._cache
+        op_attrs = cache.get(("op", tenant, model, node, provider, error))
+        if op_attrs is None:
+            op_attrs = self._op_set(tenant, model, node, provider, error)
         if duration_s is not None:
             self._record(instruments.operation_duration.record, duration_s, op_attrs)
         for token_type, count in zip(
@@ -218,26 +223,48 @@ class MetricEmitter:
                 self._record(
                     instruments.token_usage.record,
                     count,
-                    self._cached(("tokens", *key, token_type), _token_attrs, op_attrs, token_type),
+                    self._cached(
+                        ("tokens", tenant, model, node, provider, error, token_type),
+                        _token_attrs,
+                        op_attrs,
+                        token_type,
+                    ),
                 )
-        cost_key: tuple[Any, ...] = (tenant, model, node, pricing_unknown)
-        if not self._cost_pool.admit(cost_key):
-            cost_key = (tenant, OTHER, OTHER, pricing_unknown)
-        self._add(
-            instruments.llm_cost,
-            cost or 0.0,
-            self._cached(("cost", *cost_key), _cost_attrs, *cost_key),
-        )
-        self._seed_synthesis(tenant, model)
-        if recovered is not None:
-            synthesis_key: tuple[Any, ...] = (tenant, model, recovered)
-            if not self._synthesis_pool.admit(synthesis_key):
-                synthesis_key = (tenant, OTHER, recovered)
-            self._add(
-                instruments.synthesis_fallbacks,
-                1,
-                self._cached(("synthesis", *synthesis_key), _synthesis_attrs, *synthesis_key),
+        cost_attrs = cache.get(("cost", tenant, model, node, pricing_unknown))
+        if cost_attrs is None:
+            cost_key: tuple[Any, ...] = (tenant, model, node, pricing_unknown)
+            if not self._cost_pool.admit(cost_key):
+                cost_key = (tenant, OTHER, OTHER, pricing_unknown)
+            cost_attrs = self._remember(
+                ("cost", tenant, model, node, pricing_unknown), _cost_attrs(*cost_key)
             )
+        self._add(instruments.llm_cost, cost or 0.0, cost_attrs)
+        if recovered is not None:
+            synthesis_attrs = cache.get(("synthesis", tenant, model, recovered))
+            if synthesis_attrs is None:
+                synthesis_key: tuple[Any, ...] = (tenant, model, recovered)
+                if not self._synthesis_pool.admit(synthesis_key):
+                    synthesis_key = (tenant, OTHER, recovered)
+                synthesis_attrs = self._remember(
+                    ("synthesis", tenant, model, recovered), _synthesis_attrs(*synthesis_key)
+                )
+            self._add(instruments.synthesis_fallbacks, 1, synthesis_attrs)
+
+    def _op_set(
+        self, tenant: str, model: str, node: str, provider: str | None, error: str | None
+    ) -> dict[str, Any]:
+        """First call of a label combination: admit it (or fold it), seed its synthesis series."""
+        self._seed_synthesis(tenant, model)
+        key: tuple[Any, ...] = (tenant, model, node, provider, error)
+        if not self._op_pool.admit(key):
+            key = (tenant, OTHER, OTHER, OTHER, OTHER if error is not None else None)
+        return self._remember(("op", tenant, model, node, provider, error), _op_attrs(*key))
+
+    def _remember(self, key: tuple[object, ...], attrs: dict[str, Any]) -> dict[str, Any]:
+        if len(self._cache) >= _ATTRS_CACHE_CAP:
+            self._cache.clear()
+        self._cache[key] = attrs
+        return attrs
 
     def _seed_synthesis(self, tenant: str, model: str) -> None:
         """Synthesis series of a (tenant, model) at zero at its first call, before any fallback."""

@@ -22,7 +22,7 @@ from symfonic_otel.sanitise import clean_text
 _MAX_FINDING_KINDS: Final = 16
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallContext:
     """What the handler resolved for a model call: its run, tenant, labels, price and parent."""
 
@@ -114,11 +114,11 @@ class SpanEmitter:
             attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
         if usage.output_tokens is not None:
             attributes[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-        if usage.typed.cache_read_tokens:
-            attributes[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.typed.cache_read_tokens
-        if usage.typed.cache_creation_tokens:
+        if usage.cache_read_tokens:
+            attributes[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
+        if usage.cache_creation_tokens:
             attributes[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = (
-                usage.typed.cache_creation_tokens
+                usage.cache_creation_tokens
             )
         if where.cost is not None:
             attributes[semconv.LLM_COST_USD] = where.cost

@@ -94,7 +94,7 @@ def is_blank(value: str | None) -> bool:
     return value is None or not value.strip()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Timing:
     """A model call's span times and duration; ``malformed`` when the event's were unusable."""
 
@@ -154,40 +154,44 @@ def _tokens(usage: Mapping[Any, Any], *keys: str) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Usage:
-    """Token counts as reported (None when absent or unusable) plus the typed reading."""
+    """Token counts as reported (None when absent or unusable), cache tokens included."""
 
     input_tokens: int | None
     output_tokens: int | None
-    typed: TokenUsage
-    cache_in_input: bool
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_in_input: bool = True  # whether ``input_tokens`` already counts the cache tokens
+
+    def uncached_input(self) -> int:
+        cached = self.cache_read_tokens + self.cache_creation_tokens
+        plain = (self.input_tokens or 0) - (cached if self.cache_in_input else 0)
+        return max(plain, 0)
 
 
-_NO_USAGE: Final = Usage(None, None, TokenUsage(), True)
+_CACHE_KEYS: Final = (
+    "input_token_details",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
 
 
 def usage(event: object) -> Usage:
     raw = getattr(event, "usage", None)
     if not isinstance(raw, Mapping):
-        return _NO_USAGE
-    typed = TokenUsage.from_usage(raw)
-    if (
-        max(
-            typed.input_tokens,
-            typed.output_tokens,
-            typed.cache_read_tokens,
-            typed.cache_creation_tokens,
-        )
-        > _MAX_TOKENS
-    ):
-        typed = TokenUsage()
-    return Usage(
+        return Usage(None, None)
+    reading = Usage(
         _tokens(raw, "input_tokens", "prompt_tokens"),
         _tokens(raw, "output_tokens", "completion_tokens"),
-        typed,
-        cache_in_input(raw),
     )
+    if any(key in raw for key in _CACHE_KEYS):  # read the cache details the way seed 003 does
+        typed = TokenUsage.from_usage(raw)
+        if max(typed.cache_read_tokens, typed.cache_creation_tokens) <= _MAX_TOKENS:
+            reading.cache_read_tokens = typed.cache_read_tokens
+            reading.cache_creation_tokens = typed.cache_creation_tokens
+            reading.cache_in_input = cache_in_input(raw)
+    return reading
 
 
 def stop_reason(event: object) -> str | None:
@@ -208,7 +212,7 @@ def error_type(explicit: str | None, event: object) -> str | None:
     return cleaned or None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelCall:
     """One model completion, read from an LLMEnd event (and what the adapter knew of it)."""
 
@@ -242,7 +246,7 @@ def model_call(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunEnd:
     """How a run ended, read from an AgentEnd event."""
 

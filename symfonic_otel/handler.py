@@ -368,7 +368,12 @@ class OTelCallbackHandler:
         cost = (
             None
             if pricing_unknown or price is None
-            else price.cost_of(call.usage.typed, cache_in_input=call.usage.cache_in_input)
+            else price.cost(
+                call.usage.uncached_input(),
+                call.usage.output_tokens or 0,
+                call.usage.cache_read_tokens,
+                call.usage.cache_creation_tokens,
+            )
         )
         recovered = (
             call.error_type is None and not ex.is_blank(call.output)
@@ -438,7 +443,7 @@ class OTelCallbackHandler:
         self._spans.fabrication(run.span, mode, action, confidence, event, threshold)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Hints:
     """What an adapter knows about a model call beyond the event."""
 

@@ -13,8 +13,6 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from symfonic_otel.events import TokenUsage
-
 
 @dataclass(frozen=True)
 class ModelPrice:
@@ -64,19 +62,6 @@ class ModelPrice:
             + cache_read_tokens * (self.input_per_million if read is None else read)
             + cache_creation_tokens * (self.input_per_million if created is None else created)
         ) / 1_000_000
-
-    def cost_of(self, usage: TokenUsage, *, cache_in_input: bool) -> float:
-        """USD for a ``TokenUsage``; ``cache_in_input`` says whether its ``input_tokens`` already
-        include the cache tokens (LangChain's ``usage_metadata``, OpenAI) or not (Anthropic's
-        raw usage, where ``cache_*_input_tokens`` come on top)."""
-        cached = usage.cache_read_tokens + usage.cache_creation_tokens
-        plain = usage.input_tokens - cached if cache_in_input else usage.input_tokens
-        return self.cost(
-            max(plain, 0),
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_creation_tokens,
-        )
 
 
 def cache_in_input(usage: object) -> bool:
