@@ -229,6 +229,78 @@ def test_open_runs_at_shutdown_reach_the_backend_as_abandoned(receiver: OtlpRece
     assert handler.open_runs == 0
 
 
+EXIT_SCRIPT = """
+import sys
+from symfonic_otel import OTelCallbackHandler
+from symfonic_otel.events import AgentStartEvent
+from symfonic_otel.setup import configure_telemetry
+
+telemetry = configure_telemetry(set_global=False, export_interval_ms=60_000)
+handler = OTelCallbackHandler(
+    tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+)
+for index in range(4):
+    handler.agent_start(AgentStartEvent("q", f"at-exit-{index}"))
+sys.exit(0)  # no shutdown call: the interpreter's exit hooks must do it, runs first
+"""
+
+
+OWN_PROVIDERS_SCRIPT = """
+import sys
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from symfonic_otel import OTelCallbackHandler
+from symfonic_otel.events import AgentStartEvent
+
+if sys.argv[1] == "grpc":
+    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+else:
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+tracers = TracerProvider()  # the SDK's own exit hook flushes these
+tracers.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+meters = MeterProvider(
+    metric_readers=[PeriodicExportingMetricReader(OTLPMetricExporter(), 60_000)]
+)
+handler = OTelCallbackHandler(tracer_provider=tracers, meter_provider=meters)
+for index in range(4):
+    handler.agent_start(AgentStartEvent("q", f"at-exit-{index}"))
+"""
+
+
+@pytest.mark.parametrize("setup", ["configure_telemetry", "own providers"])
+def test_process_exit_closes_open_runs_before_the_final_flush(
+    receiver: OtlpReceiver, setup: str
+) -> None:
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+    env["OTEL_EXPORTER_OTLP_PROTOCOL"] = receiver.protocol
+    script = EXIT_SCRIPT if setup == "configure_telemetry" else OWN_PROVIDERS_SCRIPT
+    done = subprocess.run(
+        [sys.executable, "-c", script, receiver.protocol],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    abandoned = sorted(
+        str(s.attributes[semconv.RUN_ID])
+        for s in receiver.spans()
+        if s.attributes.get(semconv.RUN_OUTCOME) == "abandoned"
+    )
+    assert abandoned == [f"at-exit-{index}" for index in range(4)]
+    assert _total(_last_points(receiver, semconv.ORPHANED_RUNS.name)) == 4
+    assert _total(_last_points(receiver, semconv.ACTIVE_RUNS.name)) == 0
+
+
 def test_shutdown_leaves_handlers_of_other_providers_alone(receiver: OtlpReceiver) -> None:
     first, second = _configure(), _configure()
     try:

@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span
 
+from symfonic_otel.budget import cardinality_view
 from symfonic_otel.handler import OTelCallbackHandler
 
 PointValue = int | float | HistogramDataPoint
@@ -60,7 +61,10 @@ class InMemoryTelemetry:
         self.tracer_provider = TracerProvider(resource=resource)
         self.tracer_provider.add_span_processor(self._tracker)
         self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=[self.reader])
+        # The same per-instrument cardinality limit as ``configure_telemetry``.
+        self.meter_provider = MeterProvider(
+            resource=resource, metric_readers=[self.reader], views=[cardinality_view()]
+        )
         self._handlers: weakref.WeakSet[OTelCallbackHandler] = weakref.WeakSet()
 
     def handler(self, **kwargs: Any) -> OTelCallbackHandler:
