@@ -97,7 +97,7 @@ def cardinality_view(limit: int = CARDINALITY_LIMIT) -> View:
     """
     from opentelemetry.sdk.metrics.view import View
 
-    return View(meter_name=semconv.METER_NAME, aggregation_cardinality_limit=limit)
+    return View(meter_name=semconv.SCOPE_NAME, aggregation_cardinality_limit=limit)
 
 
 class DetailPool:

@@ -147,6 +147,6 @@ def observe_span_losses(
         ]
 
     spec = semconv.DROPPED_SPANS
-    meter_provider.get_meter(semconv.METER_NAME).create_observable_counter(
+    meter_provider.get_meter(semconv.SCOPE_NAME).create_observable_counter(
         spec.name, callbacks=[observe], unit=spec.unit, description=spec.description
     )

@@ -1,10 +1,11 @@
 """OTelCallbackHandler: agent lifecycle events -> OpenTelemetry spans and metrics.
 
-Layers: guarded public methods read the caller's event through small extractors (``extract``:
-one bad field never loses the event, every value is made encodable), resolve the run it belongs
-to, then emit spans here and metrics through the ``MetricEmitter``. The handler never raises into
-the agent, never does I/O (exporters run in the SDK's processors), and keeps bounded state: open
-runs live in a ``RunRegistry`` with a TTL and a cap, swept at every metric collection too.
+Layers, as in opentelemetry-util-genai: guarded public methods read the caller's event into a
+typed record (``extract``: one bad field never loses the event, every value is made encodable),
+resolve the run it belongs to and its tenant, then hand the record to the ``SpanEmitter`` and
+the ``MetricEmitter``. The handler never raises into the agent, never does I/O (exporters run in
+the SDK's processors), and keeps bounded state: open runs live in a ``RunRegistry`` with a TTL
+and a cap, swept at every metric collection too, and closed at shutdown and exit.
 """
 
 from __future__ import annotations
@@ -78,9 +79,9 @@ class OTelCallbackHandler:
         self.capture_content = resolve_capture(capture_content)
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
-        tracer = trace.get_tracer(semconv.METER_NAME, __version__, tracer_provider=tracer_provider)
+        tracer = trace.get_tracer(semconv.SCOPE_NAME, __version__, tracer_provider=tracer_provider)
         self._spans = SpanEmitter(tracer, self.agent_name, self.capture_content)
-        meter = metrics.get_meter(semconv.METER_NAME, __version__, meter_provider=meter_provider)
+        meter = metrics.get_meter(semconv.SCOPE_NAME, __version__, meter_provider=meter_provider)
         self._metrics = MetricEmitter(meter, self.agent_name)
         self._models = ModelCatalogue(pricing, self._metrics.models, self._metrics.providers)
         self._runs = RunRegistry(float(run_ttl_s), max_open_runs)

@@ -246,8 +246,8 @@ STOP_REASON_INTERRUPTED: Final = "interrupted"
 SPAN_DROP_QUEUE_FULL: Final = "queue_full"
 SPAN_DROP_EXPORT_FAILED: Final = "export_failed"
 SPAN_DROP_UNENCODABLE: Final = "unencodable"
-# The meter (instrumentation scope) of every instrument of this package.
-METER_NAME: Final = "symfonic_otel"
+# The instrumentation scope (tracer and meter name) of everything this package emits.
+SCOPE_NAME: Final = "symfonic_otel"
 
 STOP_REASONS: Final = InstrumentSpec(
     "symfonic.agent.stop_reasons",

@@ -98,13 +98,19 @@ async def test_dead_collector_leaves_agent_runs_complete_and_as_fast(
         await measure_latency(spies, rounds=1, batch=2, model_latency_s=0.0)
 
         result = LatencyResult(list(spies))
-        await measure_latency(spies, rounds=ROUNDS, batch=BATCH, model_latency_s=MODEL_LATENCY_S,
-                              result=result)
+        await measure_latency(
+            spies, rounds=ROUNDS, batch=BATCH, model_latency_s=MODEL_LATENCY_S, result=result
+        )
         for _ in range(2):
             if all(result.ratio(arm, "none") <= LATENCY_BOUND for arm in collectors):
                 break
-            await measure_latency(spies, rounds=EXTRA_ROUNDS, batch=BATCH,
-                                  model_latency_s=MODEL_LATENCY_S, result=result)
+            await measure_latency(
+                spies,
+                rounds=EXTRA_ROUNDS,
+                batch=BATCH,
+                model_latency_s=MODEL_LATENCY_S,
+                result=result,
+            )
 
         for arm, spy in spies.items():
             assert spy.raised == [], f"{arm}: the handler raised {spy.raised!r}"
