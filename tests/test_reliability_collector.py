@@ -184,9 +184,10 @@ def test_sustained_load_against_a_hanging_collector(monkeypatch: pytest.MonkeyPa
 
     failures = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
     kinds = [e["kind"] for e in failures]
-    assert kinds[0] == "span_queue_full"
-    # Each kind once, not once per span; shutdown aborts the stuck export: its batch is lost too.
-    assert len(kinds) == len(set(kinds)) and set(kinds) <= {"span_queue_full", "span_export_failed"}
+    # Once, not once per span. Shutdown aborts the stuck export, so its batch is lost (and
+    # logged) too; an earlier test's exporter may still log its own export failure here.
+    assert kinds.count("span_queue_full") == 1
+    assert set(kinds) <= {"span_queue_full", "span_export_failed"}
     [summary] = [e for e in logs if e["event"] == "symfonic_otel.telemetry_shutdown"]
     # Before shutdown only the full queue lost spans; the summary adds what shutdown could not
     # deliver, and says the shutdown was not clean.
