@@ -10,6 +10,7 @@ import json
 import os
 
 from symfonic_otel import semconv
+from symfonic_otel.sanitise import clean_text
 
 MAX_CONTENT_CHARS = 4096
 _ENABLED_VALUES = frozenset({"true", "span_only", "span_and_event"})
@@ -25,9 +26,10 @@ def resolve_capture(capture_content: bool | None) -> bool:
 
 
 def truncate(text: str, limit: int = MAX_CONTENT_CHARS) -> tuple[str, bool]:
+    """At most ``limit`` characters of valid UTF-8 (lone surrogates and NULs replaced)."""
     if len(text) <= limit:
-        return text, False
-    return text[:limit], True
+        return clean_text(text, limit * 4), False
+    return clean_text(text[:limit], limit * 4), True
 
 
 def messages_json(role: str, text: str) -> tuple[str, bool]:

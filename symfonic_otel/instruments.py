@@ -42,6 +42,7 @@ class Instruments:
     fabrication_confidence: Histogram
     orphaned_runs: Counter
     dropped_events: Counter
+    stop_reasons: Counter
 
     @classmethod
     def create(cls, meter: Meter) -> Instruments:
@@ -59,4 +60,5 @@ class Instruments:
             fabrication_confidence=_histogram(meter, semconv.FABRICATION_CONFIDENCE),
             orphaned_runs=_counter(meter, semconv.ORPHANED_RUNS),
             dropped_events=_counter(meter, semconv.DROPPED_EVENTS),
+            stop_reasons=_counter(meter, semconv.STOP_REASONS),
         )

@@ -1,13 +1,14 @@
 """Model prices, for the ``symfonic.llm.cost.usd`` counter.
 
-List prices in USD per million tokens, as published by each provider for standard (non-batch,
-non-cached) usage. Prices change: pass ``pricing=`` to the handler to override or extend them. A
-model found in no table is *unknown*: the handler marks it ``symfonic.llm.pricing_unknown`` and
-records no cost rather than guess one.
+List prices in USD per million tokens, as published by each provider for standard (non-batch)
+usage, with the cache prices where the provider publishes them. Prices change: pass ``pricing=``
+to the handler to override or extend them. A model found in no table is *unknown*: the handler
+marks it ``symfonic.llm.pricing_unknown`` and records no cost rather than guess one.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,40 +16,87 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ModelPrice:
-    """USD per million input and output tokens."""
+    """USD per million tokens: input, output, and optionally cached input.
+
+    ``cache_read_per_million`` prices input tokens served from the provider's prompt cache and
+    ``cache_creation_per_million`` those written to it; either left ``None`` is priced as plain
+    input (what the provider bills when it has no cache tier), never guessed lower.
+    """
 
     input_per_million: float
     output_per_million: float
+    cache_read_per_million: float | None = None
+    cache_creation_per_million: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("input_per_million", "output_per_million"):
+        for name in (
+            "input_per_million",
+            "output_per_million",
+            "cache_read_per_million",
+            "cache_creation_per_million",
+        ):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            if value is None and name.startswith("cache_"):
+                continue
+            if (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise ValueError(f"ModelPrice.{name} must be a non-negative number, got {value!r}")
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
+    def cost(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_creation_tokens: int = 0,
+    ) -> float:
+        """USD for one call; ``input_tokens`` excludes the cache tokens passed separately."""
+        read = self.cache_read_per_million
+        created = self.cache_creation_per_million
         return (
-            input_tokens * self.input_per_million + output_tokens * self.output_per_million
+            input_tokens * self.input_per_million
+            + output_tokens * self.output_per_million
+            + cache_read_tokens * (self.input_per_million if read is None else read)
+            + cache_creation_tokens * (self.input_per_million if created is None else created)
         ) / 1_000_000
+
+
+def cache_in_input(usage: object) -> bool:
+    """Whether a provider-shaped usage dict counts cache tokens inside its input tokens.
+
+    Anthropic's raw usage reports ``cache_read_input_tokens`` / ``cache_creation_input_tokens``
+    beside ``input_tokens``; every other shape (LangChain's ``input_token_details``, OpenAI's
+    ``prompt_tokens_details``) reports them as a part of the input.
+    """
+    if not isinstance(usage, Mapping):
+        return True
+    if isinstance(usage.get("input_token_details"), Mapping):
+        return True
+    return not ("cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage)
 
 
 # Keys are model-name prefixes: the longest matching prefix wins, so dated snapshots
 # ("gpt-4o-2024-08-06") and provider-prefixed ids resolve to their family.
+# OpenAI bills cached input at its "cached input" price and cache writes as plain input;
+# Anthropic bills cache reads at 0.1x and 5-minute cache writes at 1.25x the input price.
 DEFAULT_PRICES: Mapping[str, ModelPrice] = {
-    "gpt-4o": ModelPrice(2.50, 10.00),
-    "gpt-4o-mini": ModelPrice(0.15, 0.60),
-    "gpt-4.1": ModelPrice(2.00, 8.00),
-    "gpt-4.1-mini": ModelPrice(0.40, 1.60),
-    "gpt-4.1-nano": ModelPrice(0.10, 0.40),
-    "gpt-5": ModelPrice(1.25, 10.00),
-    "gpt-5-mini": ModelPrice(0.25, 2.00),
-    "gpt-5-nano": ModelPrice(0.05, 0.40),
-    "o3": ModelPrice(2.00, 8.00),
-    "o4-mini": ModelPrice(1.10, 4.40),
-    "claude-opus-4": ModelPrice(15.00, 75.00),
-    "claude-sonnet-4": ModelPrice(3.00, 15.00),
-    "claude-3-5-haiku": ModelPrice(0.80, 4.00),
-    "claude-haiku-4-5": ModelPrice(1.00, 5.00),
+    "gpt-4o": ModelPrice(2.50, 10.00, 1.25),
+    "gpt-4o-mini": ModelPrice(0.15, 0.60, 0.075),
+    "gpt-4.1": ModelPrice(2.00, 8.00, 0.50),
+    "gpt-4.1-mini": ModelPrice(0.40, 1.60, 0.10),
+    "gpt-4.1-nano": ModelPrice(0.10, 0.40, 0.025),
+    "gpt-5": ModelPrice(1.25, 10.00, 0.125),
+    "gpt-5-mini": ModelPrice(0.25, 2.00, 0.025),
+    "gpt-5-nano": ModelPrice(0.05, 0.40, 0.005),
+    "o3": ModelPrice(2.00, 8.00, 0.50),
+    "o4-mini": ModelPrice(1.10, 4.40, 0.275),
+    "claude-opus-4": ModelPrice(15.00, 75.00, 1.50, 18.75),
+    "claude-sonnet-4": ModelPrice(3.00, 15.00, 0.30, 3.75),
+    "claude-3-5-haiku": ModelPrice(0.80, 4.00, 0.08, 1.00),
+    "claude-haiku-4-5": ModelPrice(1.00, 5.00, 0.10, 1.25),
 }
 
 _MEMO_CAP = 1024
@@ -78,6 +126,7 @@ class PriceTable:
             return self._memo[model]
         except KeyError:
             pass
+        model = model[:256]  # no model name is longer; bounds the memo in bytes
         key = model.lower().rsplit("/", 1)[-1]  # "openai/gpt-4o" -> "gpt-4o"
         found = next((price for prefix, price in self._prefixes if key.startswith(prefix)), None)
         with self._lock:

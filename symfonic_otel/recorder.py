@@ -9,6 +9,9 @@ of every collection, before the SDK reads its aggregations, so nothing queued is
 The queue is bounded: past ``cap`` pending measurements the oldest is applied inline, so memory
 stays flat even when no reader ever collects, and nothing is dropped.
 
+The same hook runs the handlers' housekeeping first (``on_collect``): runs past their TTL are
+closed at every collection, so expiry needs no traffic, and what it records is in that collection.
+
 Counter and up-down-counter increments are not queued but summed per series (instrument and
 attribute set) and applied as one ``add`` per series per collection. A sum's exported value only
 depends on the total of the increments applied before the SDK reads its aggregations, and the
@@ -58,7 +61,16 @@ class _Sum:
 class DeferredRecorder:
     """Queues measurements; drains them into the SDK at collection time (or when full)."""
 
-    __slots__ = ("__weakref__", "_cap", "_lock", "_queue", "_series_cap", "_sums", "failed")
+    __slots__ = (
+        "__weakref__",
+        "_cap",
+        "_lock",
+        "_queue",
+        "_series_cap",
+        "_sums",
+        "_tasks",
+        "failed",
+    )
 
     def __init__(self, cap: int = DEFAULT_CAP, series_cap: int = DEFAULT_SERIES_CAP) -> None:
         self._cap = cap
@@ -71,6 +83,27 @@ class DeferredRecorder:
         # Guards the read-modify-write of a sum and the swap at drain; never held during an SDK
         # call.
         self._lock = threading.Lock()
+        # Housekeeping run at each collection, held weakly: a task never keeps its handler alive.
+        self._tasks: list[weakref.WeakMethod[Callable[[], object]]] = []
+
+    def on_collect(self, task: Callable[[], object]) -> None:
+        """Run the bound method ``task`` at each collection's start, while its object lives."""
+        with self._lock:
+            self._tasks = [ref for ref in self._tasks if ref() is not None]
+            self._tasks.append(weakref.WeakMethod(task))
+
+    def collect(self) -> int:
+        """Run the housekeeping tasks, then drain (what the collection hook does)."""
+        with self._lock:
+            tasks = [ref() for ref in self._tasks]
+        for task in tasks:
+            if task is None:
+                continue
+            try:
+                task()
+            except Exception:  # housekeeping must never break a collection
+                self.failed += 1
+        return self.drain()
 
     def add(self, counter: Adder, value: float, attributes: Mapping[str, Any]) -> None:
         """Add ``value`` to the pending sum of the series (``counter``, ``attributes``)."""
@@ -149,7 +182,7 @@ def recorder_for(meter: Meter) -> DeferredRecorder:
             def collection_hook(
                 options: CallbackOptions, recorder: DeferredRecorder = recorder
             ) -> Iterable[Observation]:
-                recorder.drain()
+                recorder.collect()
                 return ()
 
             meter.create_observable_gauge(

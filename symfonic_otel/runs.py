@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
+from symfonic_otel import semconv
+
 _RECENTLY_ENDED_CAP = 4096
+# Model calls that are not iterations of the loop: the recovery completion after a silent bail
+# and the fabrication check's revision.
+_NOT_LOOP_NODES = frozenset({semconv.NODE_SYNTHESIZE_FALLBACK, semconv.NODE_FABRICATION_REVISE})
 
 
 @dataclass(slots=True, eq=False)
@@ -28,8 +33,27 @@ class OpenRun:
     context: Context
     tenant: str
     started_monotonic: float
-    last_iteration: int = -1
+    # Loop model calls: calls at the ``react`` node (Symfonic, the reference loop); in a run with
+    # none (a LangChain graph), every call but synthesis and fabrication revision.
+    react_calls: int = 0
+    last_react_index: int = -1
+    other_calls: int = 0
     termination_reason: str | None = field(default=None)
+
+    def count_call(self, node: str, iteration_index: int) -> None:
+        if node in _NOT_LOOP_NODES:
+            return
+        if node == semconv.NODE_REACT:
+            self.react_calls += 1
+            self.last_react_index = max(self.last_react_index, iteration_index)
+        else:
+            self.other_calls += 1
+
+    @property
+    def iterations(self) -> int:
+        if self.react_calls:
+            return max(self.react_calls, self.last_react_index + 1)
+        return self.other_calls
 
 
 class RunRegistry:

@@ -222,6 +222,46 @@ DROPPED_EVENTS: Final = InstrumentSpec(
     "Events the handler could not attach to a run (unknown run, duplicate, malformed).",
 )
 
+# --- stop reasons, cache tokens, span losses (core handler and SDK setup) -----------------------
+
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+RUN_STOP_REASON: Final = "symfonic.run.stop_reason"
+# The run exits the ``symfonic.agent.stop_reasons`` counter always knows (other values pass
+# through, capped): normalised terminal stop reasons, then the loop's and the caller's own exits.
+STOP_REASON_VALUES: Final = (
+    "end_turn",
+    "max_tokens",
+    "tool_use",
+    "refusal",
+    "loop_detected",
+    "recursion_limit",
+    "interrupted",
+    "error",
+)
+STOP_REASON_ERROR: Final = "error"
+STOP_REASON_INTERRUPTED: Final = "interrupted"
+# Why the SDK setup lost spans (``symfonic.telemetry.drop_reason`` on the dropped-spans counter).
+SPAN_DROP_QUEUE_FULL: Final = "queue_full"
+SPAN_DROP_EXPORT_FAILED: Final = "export_failed"
+SPAN_DROP_UNENCODABLE: Final = "unencodable"
+# The instrumentation scope (tracer and meter name) of everything this package emits.
+SCOPE_NAME: Final = "symfonic_otel"
+
+STOP_REASONS: Final = InstrumentSpec(
+    "symfonic.agent.stop_reasons",
+    "counter",
+    "{run}",
+    "Agent runs ended, by how the run exited (stop reason).",
+)
+DROPPED_SPANS: Final = InstrumentSpec(
+    "symfonic.telemetry.dropped_spans",
+    "counter",
+    "{span}",
+    "Spans the exporter could not deliver (queue full, export failed, unencodable).",
+)
+
 ALL_INSTRUMENTS: Final[tuple[InstrumentSpec, ...]] = (
     AGENT_RUNS,
     AGENT_DURATION,
@@ -236,6 +276,8 @@ ALL_INSTRUMENTS: Final[tuple[InstrumentSpec, ...]] = (
     FABRICATION_CONFIDENCE,
     ORPHANED_RUNS,
     DROPPED_EVENTS,
+    STOP_REASONS,
+    DROPPED_SPANS,
 )
 
 # --- OTel -> Prometheus translation ------------------------------------------------------------

@@ -11,21 +11,15 @@ shutdown are bounded in time, idempotent, and never hang the application on a de
 
 from __future__ import annotations
 
-import atexit
-import inspect
-import os
 import sys
 import threading
-import time
-import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from opentelemetry import metrics, trace
 from opentelemetry.environment_variables import OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
-    OTEL_EXPORTER_OTLP_PROTOCOL,
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
 )
 from opentelemetry.sdk.metrics import MeterProvider
@@ -36,16 +30,27 @@ from opentelemetry.sdk.metrics.export import (
     PeriodicExportingMetricReader,
 )
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
     SpanExporter,
-    SpanExportResult,
 )
 
+from symfonic_otel.budget import cardinality_view
+from symfonic_otel.exporters import (
+    PROTOCOLS,
+    OtlpProtocol,
+    observe_span_losses,
+    otlp_metric_exporter,
+    otlp_span_exporter,
+    protocol_for,
+    selected_exporters,
+    start_prometheus,
+)
+from symfonic_otel.handle import Telemetry
 from symfonic_otel.logs import FailureLog, get_logger
+from symfonic_otel.span_export import DropCountingBatchSpanProcessor
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -53,315 +58,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import SpanProcessor
 
 __all__ = ["OtlpProtocol", "Telemetry", "configure_telemetry"]
-
-OtlpProtocol = Literal["grpc", "http/protobuf"]
-_PROTOCOLS: Final[tuple[str, ...]] = get_args(OtlpProtocol)
-_DEFAULT_PROTOCOL: Final[OtlpProtocol] = "grpc"  # the OTLP exporter spec's default
-_DEFAULT_TIMEOUT_MS: Final = 10_000
-_KNOWN_EXPORTER_NAMES: Final = frozenset({"otlp", "console", "none"})
-# SDK defaults for OTEL_BSP_MAX_QUEUE_SIZE / OTEL_BSP_MAX_EXPORT_BATCH_SIZE, used only if the SDK
-# stops exposing its own env readers.
-_BSP_DEFAULT_QUEUE: Final = 2048
-_BSP_DEFAULT_BATCH: Final = 512
-
-
-# --- span drops: counted, not silent ------------------------------------------------------------
-
-
-class _HandOffCountingExporter(SpanExporter):
-    """Tells the processor how many spans left its queue, then delegates to the real exporter."""
-
-    def __init__(self, inner: SpanExporter, on_handoff: Callable[[int], None]) -> None:
-        self.inner = inner
-        self._on_handoff = on_handoff
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self._on_handoff(len(spans))
-        return self.inner.export(spans)
-
-    # ``timeout_millis`` in the signature lets the SDK's batch processor pass its remaining
-    # shutdown budget through (it inspects the argument list).
-    def shutdown(self, timeout_millis: float = 30_000) -> None:
-        if "timeout_millis" in inspect.signature(self.inner.shutdown).parameters:
-            self.inner.shutdown(timeout_millis=timeout_millis)  # type: ignore[call-arg]
-        else:
-            self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
-
-
-class DropCountingBatchSpanProcessor(BatchSpanProcessor):
-    """The SDK ``BatchSpanProcessor`` with queue-full drops counted instead of silently lost.
-
-    The SDK drops the oldest span when its queue is full and only logs a de-duplicated warning,
-    so an overloaded collector quietly eats traces. Here the queue bound is enforced in front of
-    the SDK queue: a span is admitted only while fewer than ``max_queue_size`` spans are waiting
-    (admitted and not yet handed to the exporter), otherwise it is dropped *and counted*. The SDK
-    queue gets one extra batch of headroom so it never drops on its own. ``on_end`` stays
-    non-blocking: a counter under a lock, never I/O.
-    """
-
-    def __init__(
-        self,
-        span_exporter: SpanExporter,
-        *,
-        max_queue_size: int | None = None,
-        max_export_batch_size: int | None = None,
-        schedule_delay_millis: float | None = None,
-        failures: FailureLog | None = None,
-    ) -> None:
-        queue = max_queue_size if max_queue_size is not None else _bsp_default("queue")
-        batch = (
-            max_export_batch_size if max_export_batch_size is not None else _bsp_default("batch")
-        )
-        batch = min(batch, queue)
-        self._limit = queue
-        self._pending = 0
-        self._dropped = 0
-        self._counter_lock = threading.Lock()
-        self._failures = failures or FailureLog()
-        self.exporter = span_exporter
-        super().__init__(
-            _HandOffCountingExporter(span_exporter, self._handed_off),
-            max_queue_size=queue + batch,
-            schedule_delay_millis=schedule_delay_millis,
-            max_export_batch_size=batch,
-        )
-        if hasattr(os, "register_at_fork"):
-            # The SDK empties its queue in a forked child; our count of waiting spans must follow.
-            weak_self = weakref.ref(self)
-
-            def _reset_in_child() -> None:
-                processor = weak_self()
-                if processor is not None:
-                    processor._reset_after_fork()
-
-            os.register_at_fork(after_in_child=_reset_in_child)
-
-    @property
-    def dropped_spans(self) -> int:
-        """Spans dropped because the export queue was full, since creation."""
-        return self._dropped
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if not (span.context and span.context.trace_flags.sampled):
-            return
-        with self._counter_lock:
-            admitted = self._pending < self._limit
-            if admitted:
-                self._pending += 1
-            else:
-                self._dropped += 1
-        if not admitted:
-            self._failures.report(
-                "span_queue_full",
-                None,
-                max_queue_size=self._limit,
-                hint="the collector is slow or down; raise OTEL_BSP_MAX_QUEUE_SIZE or fix export",
-            )
-            return
-        super().on_end(span)
-
-    def _handed_off(self, count: int) -> None:
-        with self._counter_lock:
-            self._pending = max(0, self._pending - count)
-
-    def _reset_after_fork(self) -> None:
-        self._counter_lock = threading.Lock()
-        self._pending = 0
-
-
-def _bsp_default(which: Literal["queue", "batch"]) -> int:
-    """The SDK's own reading of ``OTEL_BSP_*`` (private helpers; fall back to spec defaults)."""
-    name = "_default_max_queue_size" if which == "queue" else "_default_max_export_batch_size"
-    reader = getattr(BatchSpanProcessor, name, None)
-    if callable(reader):
-        value = reader()
-        if isinstance(value, int) and value > 0:
-            return value
-    return _BSP_DEFAULT_QUEUE if which == "queue" else _BSP_DEFAULT_BATCH
-
-
-# --- the returned handle --------------------------------------------------------------------------
-
-
-class Telemetry:
-    """What ``configure_telemetry`` built: providers plus a safe lifecycle.
-
-    ``force_flush`` and ``shutdown`` run the SDK calls on a helper thread and stop waiting at the
-    deadline, because the SDK's own calls can block far longer than asked (a hung collector holds
-    an export for the whole OTLP timeout, retries included). ``shutdown`` is idempotent, also runs
-    at interpreter exit, and always closes the Prometheus HTTP server. Use it as a context
-    manager to scope telemetry to a block (tests, scripts, CLI commands).
-    """
-
-    def __init__(
-        self,
-        *,
-        tracer_provider: TracerProvider,
-        meter_provider: MeterProvider,
-        resource: Resource,
-        span_processors: Sequence[DropCountingBatchSpanProcessor],
-        exporters: Sequence[SpanExporter | MetricExporter],
-        prometheus_server: WSGIServer | None,
-        prometheus_thread: threading.Thread | None,
-        is_global: bool,
-    ) -> None:
-        self.tracer_provider = tracer_provider
-        self.meter_provider = meter_provider
-        self.resource = resource
-        self.is_global = is_global
-        self._span_processors = tuple(span_processors)
-        self._exporters = tuple(exporters)
-        self._prometheus_server = prometheus_server
-        self._prometheus_thread = prometheus_thread
-        self.prometheus_port: int | None = (
-            int(prometheus_server.server_port) if prometheus_server is not None else None
-        )
-        self._lock = threading.Lock()
-        self._shutdown_result: bool | None = None
-        self._log = get_logger()
-        atexit.register(self._shutdown_at_exit)
-
-    @property
-    def dropped_spans(self) -> int:
-        """Spans lost because the export queue was full (see ``DropCountingBatchSpanProcessor``)."""
-        return sum(processor.dropped_spans for processor in self._span_processors)
-
-    @property
-    def is_shut_down(self) -> bool:
-        return self._shutdown_result is not None
-
-    def force_flush(self, timeout_millis: int = _DEFAULT_TIMEOUT_MS) -> bool:
-        """Export everything buffered; True only if both signals flushed within the timeout."""
-        _check_timeout(timeout_millis)
-        if self.is_shut_down:
-            return False
-        return _run_bounded(
-            {
-                "traces": lambda: self.tracer_provider.force_flush(timeout_millis),
-                "metrics": lambda: self.meter_provider.force_flush(timeout_millis),
-            },
-            timeout_millis / 1000,
-            self._log,
-            "force_flush",
-        )
-
-    def shutdown(self, timeout_millis: int = _DEFAULT_TIMEOUT_MS) -> bool:
-        """Flush and stop everything, within ``timeout_millis``; later calls return at once.
-
-        Returns whether every part stopped cleanly in time. Past the deadline the exporters are
-        shut down directly, which aborts their retry back-off and closes their connections, so
-        the helper threads left behind finish promptly instead of lingering for the OTLP timeout.
-        """
-        _check_timeout(timeout_millis)
-        with self._lock:
-            if self._shutdown_result is not None:
-                return self._shutdown_result
-            self._shutdown_result = False
-        atexit.unregister(self._shutdown_at_exit)
-        started = time.monotonic()
-        self._close_prometheus_server()
-        remaining_s = max(0.0, timeout_millis / 1000 - (time.monotonic() - started))
-        remaining_ms = int(remaining_s * 1000)
-        clean = _run_bounded(
-            {
-                "traces": self._shutdown_traces,
-                "metrics": lambda: self.meter_provider.shutdown(timeout_millis=remaining_ms),
-            },
-            remaining_s,
-            self._log,
-            "shutdown",
-        )
-        if not clean:
-            for exporter in self._exporters:
-                try:
-                    exporter.shutdown()
-                except Exception:  # best effort after the deadline
-                    continue
-        dropped = self.dropped_spans
-        log = self._log.warning if dropped else self._log.info
-        log(
-            "symfonic_otel.telemetry_shutdown",
-            clean=clean,
-            dropped_spans=dropped,
-            elapsed_ms=round((time.monotonic() - started) * 1000, 1),
-        )
-        with self._lock:
-            self._shutdown_result = clean
-        return clean
-
-    def _shutdown_traces(self) -> bool:
-        self.tracer_provider.shutdown()
-        return True
-
-    def _close_prometheus_server(self) -> None:
-        server, thread = self._prometheus_server, self._prometheus_thread
-        self._prometheus_server = self._prometheus_thread = None
-        if server is None:
-            return
-        try:
-            server.shutdown()  # stops serve_forever (polls every 0.5 s)
-            server.server_close()  # frees the port
-            if thread is not None:
-                thread.join(timeout=1.0)
-        except Exception as exc:
-            self._log.warning("symfonic_otel.prometheus_close_failed", exc_info=exc)
-
-    def _shutdown_at_exit(self) -> None:
-        self.shutdown(timeout_millis=_DEFAULT_TIMEOUT_MS)
-
-    def __enter__(self) -> Telemetry:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.shutdown()
-
-    def __repr__(self) -> str:
-        service = self.resource.attributes.get(SERVICE_NAME)
-        return (
-            f"Telemetry(service_name={service!r}, prometheus_port={self.prometheus_port!r}, "
-            f"shut_down={self.is_shut_down})"
-        )
-
-
-def _run_bounded(
-    calls: Mapping[str, Callable[[], object]], timeout_s: float, log: Any, operation: str
-) -> bool:
-    """Run ``calls`` in parallel daemon threads; True if all returned truthy before the deadline."""
-    results: dict[str, bool] = {}
-
-    def runner(name: str, call: Callable[[], object]) -> None:
-        try:
-            outcome = call()
-            results[name] = outcome is None or bool(outcome)
-        except Exception as exc:
-            log.warning(f"symfonic_otel.{operation}_failed", signal=name, exc_info=exc)
-            results[name] = False
-
-    threads = [
-        threading.Thread(
-            target=runner, args=(name, call), name=f"symfonic-otel-{operation}-{name}", daemon=True
-        )
-        for name, call in calls.items()
-    ]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + timeout_s
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    late = [name for name in calls if name not in results]
-    if late:
-        log.warning(
-            f"symfonic_otel.{operation}_timed_out",
-            signals=late,
-            timeout_ms=int(timeout_s * 1000),
-        )
-    return not late and all(results.values())
-
-
-# --- configuration --------------------------------------------------------------------------------
 
 
 def configure_telemetry(
@@ -418,14 +114,14 @@ def configure_telemetry(
         attributes[SERVICE_NAME] = service_name.strip()
     resource = Resource.create(attributes)
 
-    traces_selected = _selected_exporters(OTEL_TRACES_EXPORTER, log)
-    metrics_selected = _selected_exporters(OTEL_METRICS_EXPORTER, log)
+    traces_selected = selected_exporters(OTEL_TRACES_EXPORTER, log)
+    metrics_selected = selected_exporters(OTEL_METRICS_EXPORTER, log)
     traces_otlp = otlp if otlp is not None else "otlp" in traces_selected
     metrics_otlp = otlp if otlp is not None else "otlp" in metrics_selected
     traces_console = console or (otlp is None and "console" in traces_selected)
     metrics_console = console or (otlp is None and "console" in metrics_selected)
-    traces_protocol = _protocol(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, otlp_protocol)
-    metrics_protocol = _protocol(OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, otlp_protocol)
+    traces_protocol = protocol_for(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, otlp_protocol)
+    metrics_protocol = protocol_for(OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, otlp_protocol)
 
     exporters: list[SpanExporter | MetricExporter] = []
     batch_processors: list[DropCountingBatchSpanProcessor] = []
@@ -435,7 +131,7 @@ def configure_telemetry(
 
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     if traces_otlp:
-        span_exporter = _otlp_span_exporter(traces_protocol)
+        span_exporter = otlp_span_exporter(traces_protocol)
         exporters.append(span_exporter)
         processor = DropCountingBatchSpanProcessor(span_exporter, failures=failures)
         batch_processors.append(processor)
@@ -449,7 +145,7 @@ def configure_telemetry(
         tracer_provider.add_span_processor(extra)
 
     if metrics_otlp:
-        metric_exporter = _otlp_metric_exporter(metrics_protocol)
+        metric_exporter = otlp_metric_exporter(metrics_protocol)
         exporters.append(metric_exporter)
         readers.append(
             PeriodicExportingMetricReader(
@@ -463,15 +159,20 @@ def configure_telemetry(
             )
         )
     if prometheus_port is not None:
-        prometheus_reader, prometheus_server, prometheus_thread = _start_prometheus(
+        prometheus_reader, prometheus_server, prometheus_thread = start_prometheus(
             prometheus_host, prometheus_port
         )
         readers.append(prometheus_reader)
     readers.extend(metric_readers)
 
     try:
+        # This package's instruments get a cardinality limit above the handlers' own series
+        # budgets, so no tenant ever lands in the SDK's unlabelled overflow series.
         meter_provider = MeterProvider(
-            resource=resource, metric_readers=readers, shutdown_on_exit=False
+            resource=resource,
+            metric_readers=readers,
+            shutdown_on_exit=False,
+            views=[cardinality_view()],
         )
     except Exception:
         if prometheus_server is not None:
@@ -494,6 +195,7 @@ def configure_telemetry(
                 "pass telemetry.tracer_provider / meter_provider to handlers explicitly",
             )
 
+    observe_span_losses(meter_provider, batch_processors)
     telemetry = Telemetry(
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
@@ -553,9 +255,9 @@ def _validate(
             raise TypeError(f"{name} must be a bool, got {flag!r}")
     if otlp is not None and not isinstance(otlp, bool):
         raise TypeError(f"otlp must be a bool or None, got {otlp!r}")
-    if otlp_protocol is not None and otlp_protocol not in _PROTOCOLS:
+    if otlp_protocol is not None and otlp_protocol not in PROTOCOLS:
         raise ValueError(
-            f"otlp_protocol must be one of {', '.join(map(repr, _PROTOCOLS))} or None, "
+            f"otlp_protocol must be one of {', '.join(map(repr, PROTOCOLS))} or None, "
             f"got {otlp_protocol!r}"
         )
     if prometheus_port is not None and (
@@ -577,102 +279,3 @@ def _validate(
         raise ValueError(
             f"export_interval_ms must be a positive int or None, got {export_interval_ms!r}"
         )
-
-
-def _check_timeout(timeout_millis: object) -> None:
-    if (
-        isinstance(timeout_millis, bool)
-        or not isinstance(timeout_millis, int | float)
-        or not timeout_millis >= 0
-    ):
-        raise ValueError(f"timeout_millis must be a number >= 0, got {timeout_millis!r}")
-
-
-def _selected_exporters(variable: str, log: Any) -> frozenset[str]:
-    """The exporter names of ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` (default otlp)."""
-    raw = os.environ.get(variable, "").strip()
-    names = frozenset(part.strip().lower() for part in raw.split(",") if part.strip())
-    if not names:
-        return frozenset({"otlp"})
-    unknown = sorted(names - _KNOWN_EXPORTER_NAMES)
-    if unknown:
-        log.warning(
-            "symfonic_otel.unsupported_exporter_names",
-            variable=variable,
-            ignored=unknown,
-            supported=sorted(_KNOWN_EXPORTER_NAMES),
-        )
-    return names
-
-
-def _protocol(signal_variable: str, explicit: OtlpProtocol | None) -> OtlpProtocol:
-    """Signal-specific protocol variable, then the general one, then the spec default."""
-    if explicit is not None:
-        return explicit
-    for variable in (signal_variable, OTEL_EXPORTER_OTLP_PROTOCOL):
-        raw = os.environ.get(variable, "").strip().lower()
-        if not raw:
-            continue
-        if raw == "grpc":
-            return "grpc"
-        if raw == "http/protobuf":
-            return "http/protobuf"
-        raise ValueError(
-            f"{variable}={raw!r} is not supported; use one of {', '.join(map(repr, _PROTOCOLS))}"
-        )
-    return _DEFAULT_PROTOCOL
-
-
-def _otlp_span_exporter(protocol: OtlpProtocol) -> SpanExporter:
-    # Imported per protocol so an installation without grpcio still works over HTTP.
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter()
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HttpOTLPSpanExporter,
-    )
-
-    return HttpOTLPSpanExporter()
-
-
-def _otlp_metric_exporter(protocol: OtlpProtocol) -> MetricExporter:
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-
-        return OTLPMetricExporter()
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-        OTLPMetricExporter as HttpOTLPMetricExporter,
-    )
-
-    return HttpOTLPMetricExporter()
-
-
-def _start_prometheus(host: str, port: int) -> tuple[MetricReader, WSGIServer, threading.Thread]:
-    """A Prometheus reader on its own registry, served by prometheus_client's HTTP server.
-
-    A dedicated ``CollectorRegistry`` keeps two configurations in one process (tests, or an app
-    that reconfigures) from colliding on the global registry, and the scrape shows only this
-    package's SDK metrics. Older readers without a ``registry`` argument use the default one.
-    """
-    from opentelemetry.exporter.prometheus import PrometheusMetricReader
-    from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
-
-    if "registry" in inspect.signature(PrometheusMetricReader).parameters:
-        registry = CollectorRegistry(auto_describe=True)
-        reader = PrometheusMetricReader(registry=registry)
-    else:  # pragma: no cover - exporter releases before the registry argument
-        registry = REGISTRY
-        reader = PrometheusMetricReader()
-    try:
-        started = start_http_server(port, addr=host, registry=registry)
-    except OSError as exc:
-        reader.shutdown()
-        raise ValueError(
-            f"prometheus_port {port} on prometheus_host {host!r} cannot be bound: {exc}"
-        ) from exc
-    if not isinstance(started, tuple):  # pragma: no cover - prometheus_client < 0.17
-        reader.shutdown()
-        raise RuntimeError("prometheus_client >= 0.17 is required to close the metrics server")
-    server, thread = started
-    return reader, server, thread

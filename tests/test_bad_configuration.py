@@ -148,6 +148,7 @@ def test_framework_config_rejects_bad_values_naming_the_field(field: str, value:
 
 # --- the demo: DemoOptions and the CLI flags ------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("kwargs", "flag"),
     [

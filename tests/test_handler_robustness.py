@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import time
+import tracemalloc
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hostile_events import CASES, GO_ZERO_TIME, TIMING_CASES, play
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind
 
 from symfonic_otel import OTelCallbackHandler
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
+from symfonic_otel.sanitise import MAX_TIME_NS, MIN_TIME_NS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 METHODS = (
@@ -57,7 +65,22 @@ _any_value = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=40),
     st.sampled_from(
-        ["r1", "r2", "r3", "completed", "error", "react", "gpt-4o", "2026-01-01T00:00"]
+        [
+            "r1",
+            "r2",
+            "r3",
+            "completed",
+            "error",
+            "react",
+            "gpt-4o",
+            "2026-01-01T00:00",
+            GO_ZERO_TIME,
+            "2600-01-01T00:00:00Z",
+            "\ud800",
+            "a\udfffb\x00",
+            1e14,
+            2**64,
+        ]
     ),
     st.lists(
         st.one_of(
@@ -94,11 +117,28 @@ class _Raises:
         raise RuntimeError(f"boom on {name}")
 
 
+def _internal_errors(memory: InMemoryTelemetry) -> float:
+    return memory.value(
+        "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "internal_error"}
+    )
+
+
+def _chat_spans(memory: InMemoryTelemetry) -> int:
+    return sum(1 for s in memory.spans() if s.kind is SpanKind.CLIENT)
+
+
+def _encodable(span: ReadableSpan) -> int:
+    """Size of ``span`` encoded by the real OTLP encoder (raises if it cannot be encoded)."""
+    return len(encode_spans([span]).SerializeToString())
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls=_calls, cap=st.integers(min_value=1, max_value=3))
 def test_random_events_never_raise_and_open_runs_stay_capped(
     calls: list[tuple[str, Any]], cap: int
 ) -> None:
+    """Random types and values: nothing raises, and nothing is lost to an internal error —
+    every model call still has its span and every span encodes."""
     memory = InMemoryTelemetry()
     handler = memory.handler(max_open_runs=cap)
 
@@ -110,6 +150,10 @@ def test_random_events_never_raise_and_open_runs_stay_capped(
     asyncio.run(replay())
     handler.close_open_runs()
     assert memory.unended_spans == []
+    assert _internal_errors(memory) == 0
+    assert _chat_spans(memory) == sum(1 for method, _ in calls if method == "on_llm_end")
+    for span in memory.spans():
+        _encodable(span)
     memory.shutdown()
 
 
@@ -225,15 +269,52 @@ async def test_llm_end_with_garbage_usage_still_records_the_call(
 EVENTS_PER_METHOD = 10_000
 # Drawing from a fixed pool of awkward values keeps 10,000 draws per method fast.
 _POOL = (
-    None, True, False, 0, -1, 2**64, 1.5, -0.0, float("nan"), float("inf"), "", " ", "r1", "r2",
-    "r3", "completed", "error", "abandoned", "react", "react_synthesize_fallback", "gpt-4o",
-    "claude-sonnet-4-5", "2026-11-30T12:00:00", "2026-13-45T99:99", "x" * 5000, "\x00\n\t",
-    [], [{"kind": "url"}], [None, 3], {}, {"input_tokens": 5, "output_tokens": "7"},
-    {"prompt_tokens": -3}, object(), b"bytes", ("t",),
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**64,
+    1.5,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    "",
+    " ",
+    "r1",
+    "r2",
+    "r3",
+    "completed",
+    "error",
+    "abandoned",
+    "react",
+    "react_synthesize_fallback",
+    "gpt-4o",
+    "claude-sonnet-4-5",
+    "2026-11-30T12:00:00",
+    "2026-13-45T99:99",
+    "x" * 5000,
+    "\x00\n\t",
+    "\ud800",
+    GO_ZERO_TIME,
+    "2600-01-01T00:00:00Z",
+    1e14,
+    -5.0,
+    2**70,
+    10**400,
+    [],
+    [{"kind": "url"}],
+    [None, 3],
+    {},
+    {"input_tokens": 5, "output_tokens": "7"},
+    {"prompt_tokens": -3},
+    object(),
+    b"bytes",
+    ("t",),
 )
-_cheap_event = st.dictionaries(
-    st.sampled_from(FIELDS), st.sampled_from(_POOL), max_size=10
-).map(lambda attrs: SimpleNamespace(**attrs))
+_cheap_event = st.dictionaries(st.sampled_from(FIELDS), st.sampled_from(_POOL), max_size=10).map(
+    lambda attrs: SimpleNamespace(**attrs)
+)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -263,4 +344,120 @@ def test_ten_thousand_generated_events_per_method(method: str) -> None:
     assert delivered >= EVENTS_PER_METHOD
     handler.close_open_runs()
     assert memory.unended_spans == []
+    assert _internal_errors(memory) == 0  # tolerated input, so nothing lost to a handler bug
+    if method == "on_llm_end":
+        assert _chat_spans(memory) == delivered  # every call kept its span
     memory.shutdown()
+
+
+# --- hostile but well-typed input: tolerated, recorded, encodable, counted ------------------------
+
+_BAD_DURATIONS = TIMING_CASES - {"go_zero_time", "year_2600", "year_9999", "unparseable_time"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hostile_value_is_recorded_encodable_and_counted(
+    telemetry: InMemoryTelemetry, name: str
+) -> None:
+    case = CASES[name]
+    handler = telemetry.handler(capture_content=True)
+    before_ns = time.time_ns()
+    play(handler, case, f"run-{name}")
+    after_ns = time.time_ns()
+
+    spans = telemetry.spans()
+    assert len(spans) == case.spans, [s.name for s in spans]
+    for span in spans:
+        assert _encodable(span) < 64 * 1024  # far below any collector's message limit
+        assert span.start_time is not None and span.end_time is not None
+        assert MIN_TIME_NS <= span.start_time <= span.end_time < MAX_TIME_NS
+    if name in TIMING_CASES:  # the call is kept, timed at its receipt
+        [chat] = [s for s in spans if s.kind is SpanKind.CLIENT]
+        assert chat.end_time is not None and before_ns <= chat.end_time <= after_ns
+    assert _internal_errors(telemetry) == 0
+    malformed = telemetry.value(
+        "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "malformed"}
+    )
+    assert malformed == (1 if name in TIMING_CASES else 0)
+    assert telemetry.value("symfonic.agent.runs") == 1
+    assert telemetry.value("gen_ai.client.token.usage") == 2  # input and output recorded
+    # A bad duration records no latency; every other case records one.
+    expected_latencies = 0 if name in _BAD_DURATIONS else 1
+    assert telemetry.value("gen_ai.client.operation.duration") == expected_latencies
+
+
+def test_huge_run_id_costs_a_digest_not_megabytes(telemetry: InMemoryTelemetry) -> None:
+    handler = telemetry.handler()
+    huge = "r" * (10 * 1024 * 1024)
+    started = time.perf_counter()
+    handler.agent_start(AgentStartEvent("q", huge))
+    assert handler.is_open(huge) and handler.run_context(huge) is not None
+    handler.llm_end(LLMEndEvent(model="m", output="x", usage={}, run_id=huge))
+    handler.agent_end(AgentEndEvent(huge, "x", 1.0, 1))
+    per_event_s = (time.perf_counter() - started) / 5
+    assert per_event_s < 0.25, per_event_s
+    ids = {str((s.attributes or {})["symfonic.run.id"]) for s in telemetry.spans()}
+    assert len(ids) == 1  # the chat span found its run
+    [run_id] = ids
+    assert len(run_id.encode()) <= 128 and run_id.startswith("r" * 16)
+    assert telemetry.value("symfonic.telemetry.dropped_events") == 0
+
+
+def test_distinct_long_ids_stay_distinct(telemetry: InMemoryTelemetry) -> None:
+    handler = telemetry.handler()
+    base = "x" * 1000
+    for suffix in ("a", "b"):
+        handler.agent_start(AgentStartEvent("q", base + suffix))
+    assert handler.open_runs == 2
+    for suffix in ("a", "b"):
+        handler.agent_end(AgentEndEvent(base + suffix, "x", 1.0, 1))
+    assert handler.open_runs == 0
+    assert telemetry.value("symfonic.agent.runs") == 2
+
+
+@pytest.mark.parametrize("run_id", [["a", "list"], {"a": "dict"}, {1, 2}, None, 3.5, object()])
+def test_is_open_and_run_context_never_raise(telemetry: InMemoryTelemetry, run_id: object) -> None:
+    handler = telemetry.handler()
+    assert handler.is_open(run_id) is False  # type: ignore[arg-type]
+    assert handler.run_context(run_id) is None  # type: ignore[arg-type]
+    assert handler.start_tool(run_id, "t") is None  # type: ignore[arg-type]
+
+
+def test_memory_is_bounded_in_bytes_for_distinct_large_ids() -> None:
+    """6,000 distinct 32 KB run ids (and model names) through every event: what stays behind
+    is bounded in bytes (ids kept as digests, names capped), not 6,000 x 32 KB."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    tracers = TracerProvider()  # spans are built, then dropped: no exporter keeps them
+    handler = OTelCallbackHandler(tracer_provider=tracers, meter_provider=meters)
+
+    def one(index: int) -> None:
+        run_id = f"{index:08d}" + "i" * (32 * 1024)
+        model = f"model-{index:05d}" + "m" * (32 * 1024)
+        handler.agent_start(AgentStartEvent("q", run_id))
+        handler.llm_end(LLMEndEvent(model=model, output="x", usage={}, run_id=run_id))
+        handler.agent_end(AgentEndEvent(run_id, "x", 1.0, 1))
+
+    for index in range(300):  # warm: label caps, caches and the SDK's series fill up here
+        one(index)
+    reader.get_metrics_data()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        baseline, _ = tracemalloc.get_traced_memory()
+        for index in range(300, 6_300):
+            one(index)
+        reader.get_metrics_data()
+        gc.collect()
+        retained, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    growth_mb = (retained - baseline) / 1e6
+    assert growth_mb < 4.0, f"{growth_mb:.1f} MB retained after 6,000 runs of 32 KB ids"
+    assert handler.open_runs == 0
+    meters.shutdown()
+    tracers.shutdown()

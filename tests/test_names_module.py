@@ -38,13 +38,17 @@ def test_prometheus_names_match_the_real_exporter() -> None:
     reader = PrometheusMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     registry.register(reader._collector)
-    instruments = Instruments.create(provider.get_meter("names-test"))
+    meter = provider.get_meter("names-test")
+    instruments = Instruments.create(meter)
     for field_name in instruments.__dataclass_fields__:
         instrument = getattr(instruments, field_name)
         if hasattr(instrument, "record"):
             instrument.record(1.0, {"tenant.id": "t"})
         else:
             instrument.add(1, {"tenant.id": "t"})
+    # The SDK setup's own counter (``configure_telemetry`` observes its span processors).
+    spec = semconv.DROPPED_SPANS
+    meter.create_counter(spec.name, unit=spec.unit).add(1, {"tenant.id": "t"})
     exposition = generate_latest(registry).decode()
     exported = set(re.findall(r"^# TYPE (\S+) ", exposition, flags=re.MULTILINE))
     for spec in semconv.ALL_INSTRUMENTS:

@@ -205,11 +205,14 @@ def test_handlers_created_before_the_global_provider_still_drain() -> None:
             handler.agent_start(AgentStartEvent("q", "r"))
             handler.agent_end(AgentEndEvent("r", "x", 1.0, 1))
         data = reader.get_metrics_data()
-        runs = {
-            dict(p.attributes)["gen_ai.agent.name"]: p.value
-            for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
-            if m.name == "symfonic.agent.runs" for p in m.data.data_points
-        }
+        runs = {}
+        for rm in data.resource_metrics:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name == "symfonic.agent.runs":
+                        for p in m.data.data_points:
+                            agent = dict(p.attributes)["gen_ai.agent.name"]
+                            runs[agent] = runs.get(agent, 0) + p.value
         assert runs == {"a": 1, "b": 1}, runs
         """
     )

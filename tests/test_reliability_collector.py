@@ -98,13 +98,19 @@ async def test_dead_collector_leaves_agent_runs_complete_and_as_fast(
         await measure_latency(spies, rounds=1, batch=2, model_latency_s=0.0)
 
         result = LatencyResult(list(spies))
-        await measure_latency(spies, rounds=ROUNDS, batch=BATCH, model_latency_s=MODEL_LATENCY_S,
-                              result=result)
+        await measure_latency(
+            spies, rounds=ROUNDS, batch=BATCH, model_latency_s=MODEL_LATENCY_S, result=result
+        )
         for _ in range(2):
             if all(result.ratio(arm, "none") <= LATENCY_BOUND for arm in collectors):
                 break
-            await measure_latency(spies, rounds=EXTRA_ROUNDS, batch=BATCH,
-                                  model_latency_s=MODEL_LATENCY_S, result=result)
+            await measure_latency(
+                spies,
+                rounds=EXTRA_ROUNDS,
+                batch=BATCH,
+                model_latency_s=MODEL_LATENCY_S,
+                result=result,
+            )
 
         for arm, spy in spies.items():
             assert spy.raised == [], f"{arm}: the handler raised {spy.raised!r}"
@@ -177,7 +183,15 @@ def test_sustained_load_against_a_hanging_collector(monkeypatch: pytest.MonkeyPa
     assert shutdown_s < SHUTDOWN_TIMEOUT_MS / 1000 + SLACK_S
 
     failures = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
-    assert [e["kind"] for e in failures] == ["span_queue_full"]  # once, not once per span
+    kinds = [e["kind"] for e in failures]
+    # Once, not once per span. Shutdown aborts the stuck export, so its batch is lost (and
+    # logged) too; an earlier test's exporter may still log its own export failure here.
+    assert kinds.count("span_queue_full") == 1
+    assert set(kinds) <= {"span_queue_full", "span_export_failed"}
     [summary] = [e for e in logs if e["event"] == "symfonic_otel.telemetry_shutdown"]
-    assert summary["dropped_spans"] == dropped
+    # Before shutdown only the full queue lost spans; the summary adds what shutdown could not
+    # deliver, and says the shutdown was not clean.
+    assert summary["dropped_spans_queue_full"] == dropped
+    assert summary["dropped_spans"] >= dropped
+    assert summary["clean"] is False
     assert summary["log_level"] == "warning"

@@ -6,7 +6,6 @@ import asyncio
 import json
 
 import pytest
-from opentelemetry import baggage, context
 
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.events import (
@@ -29,34 +28,9 @@ def _tenants(memory: InMemoryTelemetry) -> list[str]:
     return [a["tenant.id"] for a, _ in memory.points("symfonic.agent.runs")]
 
 
-def test_resolution_order_scope_then_baggage_then_default(telemetry: InMemoryTelemetry) -> None:
-    handler = telemetry.handler(tenant_id="default-co")
-    _run(handler, "a")
-    token = context.attach(baggage.set_baggage("tenant.id", "from-baggage"))
-    try:
-        _run(handler, "b")
-        with tenant_scope("from-scope"):
-            _run(handler, "c")
-    finally:
-        context.detach(token)
-    assert sorted(_tenants(telemetry)) == ["default-co", "from-baggage", "from-scope"]
-
-
 def test_no_tenant_anywhere_is_unknown(telemetry: InMemoryTelemetry) -> None:
     _run(telemetry.handler(), "a")
     assert _tenants(telemetry) == ["unknown"]
-
-
-def test_explicit_tenant_argument_sits_between_baggage_and_default(
-    telemetry: InMemoryTelemetry,
-) -> None:
-    handler = telemetry.handler(tenant_id="default-co")
-    handler.agent_start(AgentStartEvent("q", "a"), tenant_id="from-metadata")
-    handler.agent_end(AgentEndEvent("a", "x", 1.0, 1))
-    with tenant_scope("scoped"):
-        handler.agent_start(AgentStartEvent("q", "b"), tenant_id="from-metadata")
-    handler.agent_end(AgentEndEvent("b", "x", 1.0, 1))
-    assert sorted(_tenants(telemetry)) == ["from-metadata", "scoped"]
 
 
 def test_tenant_is_fixed_at_agent_start(telemetry: InMemoryTelemetry) -> None:

@@ -5,8 +5,8 @@ A handler is any object with some of ``on_agent_start``, ``on_agent_end``, ``on_
 handler has is looked up once, when the dispatcher is built, so an event no handler wants costs a
 truthiness test. A handler that raises is logged (once per handler and event kind) and skipped:
 observability must never break the run it observes. The log line names the handler, the event
-kind, the exception type and where it was raised: no traceback, whose frames would hold the event (prompts,
-answers), and not the exception's message, which often quotes it.
+kind, the exception type and where it was raised: no traceback, whose frames would hold the
+event (prompts, answers), and not the exception's message, which often quotes it.
 """
 
 from __future__ import annotations

@@ -96,17 +96,47 @@ _ACTION = re.compile(
 )
 # Verbs any successful tool run can back (the model did look something up).
 _GENERIC_VERBS: Final = frozenset(
-    {"executed", "ran", "searched", "looked up", "checked", "queried", "fetched", "called",
-     "verified", "confirmed"}
+    {
+        "executed",
+        "ran",
+        "searched",
+        "looked up",
+        "checked",
+        "queried",
+        "fetched",
+        "called",
+        "verified",
+        "confirmed",
+    }
 )
 _STEMS: Final[Mapping[str, str]] = {
-    "sent": "send", "emailed": "email", "messaged": "message", "booked": "book",
-    "reserved": "reserv", "scheduled": "schedul", "created": "creat", "deleted": "delet",
-    "removed": "remov", "updated": "updat", "saved": "sav", "submitted": "submit",
-    "placed": "plac", "ordered": "order", "paid": "pay", "transferred": "transfer",
-    "canceled": "cancel", "cancelled": "cancel", "refunded": "refund", "uploaded": "upload",
-    "posted": "post", "published": "publish", "notified": "notif", "filed": "fil",
-    "opened": "open", "closed": "clos", "added": "add",
+    "sent": "send",
+    "emailed": "email",
+    "messaged": "message",
+    "booked": "book",
+    "reserved": "reserv",
+    "scheduled": "schedul",
+    "created": "creat",
+    "deleted": "delet",
+    "removed": "remov",
+    "updated": "updat",
+    "saved": "sav",
+    "submitted": "submit",
+    "placed": "plac",
+    "ordered": "order",
+    "paid": "pay",
+    "transferred": "transfer",
+    "canceled": "cancel",
+    "cancelled": "cancel",
+    "refunded": "refund",
+    "uploaded": "upload",
+    "posted": "post",
+    "published": "publish",
+    "notified": "notif",
+    "filed": "fil",
+    "opened": "open",
+    "closed": "clos",
+    "added": "add",
 }
 _TRAILING = ".,;:!?)]}'\""
 

@@ -89,5 +89,3 @@ def repair_history(messages: list[BaseMessage], placeholder: str = MISSING_RESUL
 def history_is_valid(messages: list[BaseMessage]) -> bool:
     """True when repair would change nothing (each call answered once, right after it)."""
     return not repair_history(list(messages))
-
-

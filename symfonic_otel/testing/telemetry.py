@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics.export import (
     InMemoryMetricReader,
     Metric,
     NumberDataPoint,
+    Sum,
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -19,6 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span
 
+from symfonic_otel.budget import cardinality_view
 from symfonic_otel.handler import OTelCallbackHandler
 
 PointValue = int | float | HistogramDataPoint
@@ -59,7 +61,10 @@ class InMemoryTelemetry:
         self.tracer_provider = TracerProvider(resource=resource)
         self.tracer_provider.add_span_processor(self._tracker)
         self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=[self.reader])
+        # The same per-instrument cardinality limit as ``configure_telemetry``.
+        self.meter_provider = MeterProvider(
+            resource=resource, metric_readers=[self.reader], views=[cardinality_view()]
+        )
         self._handlers: weakref.WeakSet[OTelCallbackHandler] = weakref.WeakSet()
 
     def handler(self, **kwargs: Any) -> OTelCallbackHandler:
@@ -104,15 +109,25 @@ class InMemoryTelemetry:
                     found[metric.name] = metric
         return found
 
-    def points(self, name: str) -> list[tuple[dict[str, Any], PointValue]]:
-        """(attributes, value) per data point; histograms give their data point as the value."""
+    def points(
+        self, name: str, *, include_zeros: bool = False
+    ) -> list[tuple[dict[str, Any], PointValue]]:
+        """(attributes, value) per data point; histograms give their data point as the value.
+
+        Counter series still at zero (the handler creates a tenant's series at zero when it
+        first sees the tenant) are left out unless ``include_zeros``: the result is what was
+        counted.
+        """
         metric = self.metrics().get(name)
         if metric is None:
             return []
+        monotonic = isinstance(metric.data, Sum) and metric.data.is_monotonic
         result: list[tuple[dict[str, Any], PointValue]] = []
         for point in metric.data.data_points:
             attributes = dict(point.attributes or {})
             if isinstance(point, NumberDataPoint):
+                if monotonic and point.value == 0 and not include_zeros:
+                    continue
                 result.append((attributes, point.value))
             elif isinstance(point, HistogramDataPoint):
                 result.append((attributes, point))

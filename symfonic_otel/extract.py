@@ -1,0 +1,302 @@
+"""Guarded extractors: a caller's event, read field by field into one typed record per call.
+
+Events are duck-typed (Symfonic's own objects, this package's dataclasses, anything with the
+same attribute names), so every field may be missing, of the wrong type or hostile. Each reader
+takes what is usable and falls back to a default: one bad field never loses the event. Values
+that fail a check the caller would want to know about (a timestamp no exporter can encode, a
+negative duration) set ``malformed`` on the record, which the handler counts while still
+recording the event with a sane substitute.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from symfonic_otel import semconv
+from symfonic_otel.events import TokenUsage
+from symfonic_otel.pricing import cache_in_input
+from symfonic_otel.sanitise import (
+    MAX_CALL_MS,
+    MAX_NAME_BYTES,
+    clean_text,
+    in_time_range,
+    parse_utc_ns,
+    run_key,
+    valid_duration_ms,
+)
+
+OUTCOMES: Final = frozenset({"completed", "error", "cancelled", "abandoned"})
+CONTENT_TYPES: Final = frozenset({"str", "list", "NoneType"})
+FABRICATION_MODES: Final = frozenset({"off", "observe", "revise", "refuse"})
+FABRICATION_ACTIONS: Final = frozenset({"none", "observed", "revise_forced", "refuse_replaced"})
+# A run exit the event does not name, derived from its outcome; completed runs stay unset.
+_DERIVED_STOP: Final = {
+    "error": semconv.STOP_REASON_ERROR,
+    "cancelled": semconv.STOP_REASON_INTERRUPTED,
+}
+# Integer attributes must fit the OTLP int64 and stay meaningful; counts past this are garbage.
+_MAX_COUNT: Final = 2**31 - 1
+# Token counts past 2**53 are not real usage (and lose precision as floats in histograms).
+_MAX_TOKENS: Final = 2**53
+
+
+def text(event: object, name: str, default: str = "") -> str:
+    value = getattr(event, name, default)
+    if value is None:
+        return default
+    return value if isinstance(value, str) else str(value)
+
+
+def opt_text(event: object, name: str) -> str | None:
+    value = getattr(event, name, None)
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def name_text(event: object, name: str) -> str:
+    """A name that becomes an attribute or a span name: valid UTF-8, capped in bytes."""
+    return clean_text(text(event, name)[: MAX_NAME_BYTES * 4].strip(), MAX_NAME_BYTES)
+
+
+def number(event: object, name: str) -> float | None:
+    """A finite, non-negative number, or None."""
+    return valid_duration_ms(getattr(event, name, None), float("inf"))
+
+
+def count(event: object, name: str, default: int = 0) -> int:
+    value = getattr(event, name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_COUNT:
+        return default
+    return value
+
+
+def flag(event: object, name: str) -> bool:
+    return getattr(event, name, False) is True
+
+
+def choice(value: str, allowed: frozenset[str]) -> str:
+    return value if value in allowed else semconv.OTHER_VALUE
+
+
+def run_id(event: object) -> str:
+    """The event's run id as kept and exported (capped, see ``sanitise.run_key``); "" if none."""
+    raw = getattr(event, "run_id", None)
+    if raw is None:
+        return ""
+    return run_key(raw if isinstance(raw, str) else str(raw))
+
+
+def is_blank(value: str | None) -> bool:
+    return value is None or not value.strip()
+
+
+@dataclass(slots=True)
+class Timing:
+    """A model call's span times and duration; ``malformed`` when the event's were unusable."""
+
+    start_ns: int
+    end_ns: int
+    duration_s: float | None
+    malformed: bool
+
+
+def call_timing(event: object, start_ns: int | None, end_ns: int | None) -> Timing:
+    """Explicit nanoseconds, else ``started_at_utc`` + ``duration_ms``, else the time of receipt.
+
+    A start outside the encodable range, a negative, non-finite or absurd duration (over a day)
+    is malformed: the span then ends at receipt, and a bad duration records no latency.
+    """
+    now = time.time_ns()
+    if start_ns is not None and end_ns is not None:
+        if (
+            in_time_range(start_ns)
+            and in_time_range(end_ns)
+            and 0 <= end_ns - start_ns <= MAX_CALL_MS * 1_000_000
+        ):
+            return Timing(start_ns, end_ns, (end_ns - start_ns) / 1e9, False)
+        return Timing(now, now, None, True)
+
+    malformed = False
+    raw_duration = getattr(event, "duration_ms", None)
+    duration_ms: float | None = 0.0
+    if raw_duration is not None:
+        duration_ms = valid_duration_ms(raw_duration)
+        malformed = duration_ms is None
+    raw_start = getattr(event, "started_at_utc", None)
+    start: int | None = None
+    if raw_start is not None and raw_start != "":
+        start = parse_utc_ns(raw_start) if isinstance(raw_start, str) else None
+        malformed = malformed or start is None
+    if duration_ms is None:
+        return Timing(now, now, None, True)
+    span_ns = int(duration_ms * 1_000_000)
+    if start is not None and in_time_range(start + span_ns):
+        return Timing(start, start + span_ns, duration_ms / 1000.0, malformed)
+    return Timing(now - span_ns, now, duration_ms / 1000.0, malformed or start is not None)
+
+
+def explicit_time(value: int | None) -> tuple[int | None, bool]:
+    """An adapter's explicit span time: (value, False) when usable, (None, True) when not."""
+    if value is None:
+        return None, False
+    return (value, False) if in_time_range(value) else (None, True)
+
+
+def _tokens(usage: Mapping[Any, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_TOKENS:
+            return value
+    return None
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts as reported (None when absent or unusable), cache tokens included."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cache_in_input: bool = True  # whether ``input_tokens`` already counts the cache tokens
+
+    def uncached_input(self) -> int:
+        cached = self.cache_read_tokens + self.cache_creation_tokens
+        plain = (self.input_tokens or 0) - (cached if self.cache_in_input else 0)
+        return max(plain, 0)
+
+
+_CACHE_KEYS: Final = (
+    "input_token_details",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def usage(event: object) -> Usage:
+    raw = getattr(event, "usage", None)
+    if not isinstance(raw, Mapping):
+        return Usage(None, None)
+    reading = Usage(
+        _tokens(raw, "input_tokens", "prompt_tokens"),
+        _tokens(raw, "output_tokens", "completion_tokens"),
+    )
+    if any(key in raw for key in _CACHE_KEYS):  # read the cache details the way seed 003 does
+        typed = TokenUsage.from_usage(raw)
+        if max(typed.cache_read_tokens, typed.cache_creation_tokens) <= _MAX_TOKENS:
+            reading.cache_read_tokens = typed.cache_read_tokens
+            reading.cache_creation_tokens = typed.cache_creation_tokens
+            reading.cache_in_input = cache_in_input(raw)
+    return reading
+
+
+def stop_reason(event: object) -> str | None:
+    """The event's stop reason (raw provider value or run exit), cleaned; None if absent."""
+    value = getattr(event, "stop_reason", None)
+    if value is None:
+        return None
+    cleaned = clean_text((value if isinstance(value, str) else str(value))[:256].strip(), 64)
+    return cleaned or None
+
+
+def error_type(explicit: str | None, event: object) -> str | None:
+    """The exception type: the adapter's explicit value, else the event's ``error_type``."""
+    value: object = explicit if explicit else getattr(event, "error_type", None)
+    if value is None or value == "":
+        return None
+    cleaned = clean_text((value if isinstance(value, str) else str(value))[:1024].strip(), 128)
+    return cleaned or None
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """One model completion, read from an LLMEnd event (and what the adapter knew of it)."""
+
+    run_id: str
+    model: str
+    node: str
+    iteration: int
+    error_type: str | None  # set when the call failed: the exception type, else ``_OTHER``
+    finish_reason: str | None
+    output: str
+    timing: Timing
+    usage: Usage
+    pricing_unknown: bool  # the event's own flag
+
+
+def model_call(
+    event: object, start_ns: int | None, end_ns: int | None, explicit_error: str | None
+) -> ModelCall:
+    failed = text(event, "outcome", "completed") == "error" or explicit_error is not None
+    return ModelCall(
+        run_id=run_id(event),
+        model=name_text(event, "model"),
+        node=name_text(event, "node_name"),
+        iteration=count(event, "iteration_index"),
+        error_type=(error_type(explicit_error, event) or semconv.OTHER_VALUE) if failed else None,
+        finish_reason=stop_reason(event),
+        output=text(event, "output"),
+        timing=call_timing(event, start_ns, end_ns),
+        usage=usage(event),
+        pricing_unknown=flag(event, "pricing_unknown"),
+    )
+
+
+@dataclass(slots=True)
+class RunEnd:
+    """How a run ended, read from an AgentEnd event."""
+
+    outcome: str
+    final_response: str | None
+    empty: bool | None
+    stop_reason: str | None
+    duration_ms: float | None  # None: measure it instead
+    malformed: bool
+
+
+def run_end(event: object, answered: object, bailed: bool, max_ms: float) -> RunEnd:
+    outcome = choice(text(event, "outcome", "completed"), OUTCOMES)
+    final_response = opt_text(event, "final_response")
+    raw_duration = getattr(event, "duration_ms", None)
+    duration_ms = valid_duration_ms(raw_duration, max_ms)
+    return RunEnd(
+        outcome=outcome,
+        final_response=final_response,
+        empty=empty_flag(outcome, final_response, answered, bailed),
+        stop_reason=stop_reason(event) or _DERIVED_STOP.get(outcome),
+        duration_ms=duration_ms,
+        malformed=raw_duration is not None and duration_ms is None,
+    )
+
+
+def empty_flag(
+    outcome: str, final_response: str | None, answered: object, bailed: bool
+) -> bool | None:
+    """``symfonic.response.empty``: set only on completed runs whose answer is known.
+
+    ``answered`` (an adapter's verdict, e.g. a LangGraph state that is not a message) wins;
+    ``final_response=None`` is the Symfonic streaming path: unknown, unless the run reported a
+    silent bail, which streaming cannot recover.
+    """
+    if outcome != "completed":
+        return None
+    if isinstance(answered, bool):
+        return not answered
+    if final_response is None:
+        return True if bailed else None
+    return not final_response.strip()
+
+
+def loop_end_attributes(event: object, reason: str) -> dict[str, object]:
+    """The ``symfonic.react.loop_end`` span event's attributes."""
+    return {
+        semconv.REACT_TERMINATION_REASON: reason,
+        semconv.REACT_ITERATION_INDEX: count(event, "iteration_index"),
+        semconv.REACT_CONTENT_TYPE: choice(text(event, "content_type"), CONTENT_TYPES),
+        semconv.REACT_HAS_TOOL_CALLS: flag(event, "has_tool_calls"),
+        semconv.REACT_TOOL_CALL_COUNT: count(event, "tool_call_count"),
+    }

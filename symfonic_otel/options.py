@@ -1,0 +1,54 @@
+"""The handler's constructor options, checked up front: each error names the argument at fault.
+
+A handler is built once, at start-up, so a bad option fails there, loudly; the events it then
+receives never fail.
+"""
+
+from __future__ import annotations
+
+import math
+
+from symfonic_otel.budget import CARDINALITY_LIMIT, series_budget
+from symfonic_otel.logs import get_logger
+from symfonic_otel.sanitise import clean_label
+
+
+def check_handler_options(
+    *,
+    agent_name: object,
+    tenant_id: object,
+    max_tenants: object,
+    run_ttl_s: object,
+    max_open_runs: object,
+    tenant_from_baggage: object,
+) -> None:
+    if not isinstance(agent_name, str) or not clean_label(agent_name):
+        raise ValueError(f"agent_name must be a non-empty str, got {agent_name!r}")
+    if tenant_id is not None and not isinstance(tenant_id, str):
+        raise TypeError(f"tenant_id must be a str or None, got {tenant_id!r}")
+    if isinstance(max_tenants, bool) or not isinstance(max_tenants, int) or max_tenants < 1:
+        raise ValueError(f"max_tenants must be an int >= 1, got {max_tenants!r}")
+    if (
+        isinstance(run_ttl_s, bool)
+        or not isinstance(run_ttl_s, int | float)
+        or not math.isfinite(run_ttl_s)
+        or run_ttl_s <= 0
+    ):
+        raise ValueError(f"run_ttl_s must be a positive number of seconds, got {run_ttl_s!r}")
+    if isinstance(max_open_runs, bool) or not isinstance(max_open_runs, int) or max_open_runs < 1:
+        raise ValueError(f"max_open_runs must be an int >= 1, got {max_open_runs!r}")
+    if not isinstance(tenant_from_baggage, bool):
+        raise TypeError(f"tenant_from_baggage must be a bool, got {tenant_from_baggage!r}")
+
+
+def warn_if_over_limit(max_tenants: int) -> None:
+    """Say so when this many tenants need more series than ``configure_telemetry`` allows."""
+    needed = max(series_budget(max_tenants).values())
+    if needed > CARDINALITY_LIMIT:
+        get_logger().warning(
+            "symfonic_otel.series_budget_above_limit",
+            max_tenants=max_tenants,
+            series_per_instrument=needed,
+            configured_limit=CARDINALITY_LIMIT,
+            hint="use your own MeterProvider with budget.cardinality_view(limit)",
+        )
