@@ -44,12 +44,12 @@ def tenant_names(spec: int | Sequence[str]) -> list[str]:
         raise ValueError(f"--tenants must be a count or a list of names, got {spec!r}")
     names = []
     for name in spec:
+        if name in _RESERVED:  # before sanitising, which rewrites reserved values
+            raise ValueError(f"--tenants: {name!r} is a reserved label value")
         if not isinstance(name, str) or not name or sanitise_tenant(name) != name:
             raise ValueError(f"--tenants: {name!r} is not a usable tenant name")
         if "," in name or "=" in name:
             raise ValueError(f"--tenants: tenant names cannot contain ',' or '=', got {name!r}")
-        if name in _RESERVED:
-            raise ValueError(f"--tenants: {name!r} is a reserved label value")
         if name in names:
             raise ValueError(f"--tenants: {name!r} is listed twice")
         names.append(name)
