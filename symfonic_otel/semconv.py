@@ -270,3 +270,16 @@ def prometheus_series_names(spec: InstrumentSpec) -> tuple[str, ...]:
     if spec.kind == "histogram":
         return (f"{base}_bucket", f"{base}_count", f"{base}_sum")
     return (base,)
+
+
+# --- run exits: the stop-reason counter the dashboards and alert rules read ---------------------
+# (symfonic.run.stop_reason: the normalised terminal stop reason, or loop_detected,
+# recursion_limit, interrupted, error; bounded, other values become _OTHER)
+
+RUN_STOP_REASON: Final = "symfonic.run.stop_reason"
+AGENT_STOP_REASONS: Final = InstrumentSpec(
+    "symfonic.agent.stop_reasons",
+    "counter",
+    "{run}",
+    "Agent runs ended, by the run's exit (stop reason).",
+)
