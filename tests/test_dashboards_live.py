@@ -55,7 +55,7 @@ SUBSTITUTIONS = {  # Grafana variables -> values for a direct Prometheus query
     "$__range": "1m",
     "$tenant": ".*",
 }
-SILENT_BAIL_ALERT = "SymfonicSilentBailRateHigh"
+SILENT_BAIL_ALERT = "SymfonicSilentBailBudgetBurn"
 
 pytestmark = pytest.mark.timeout(180)
 
