@@ -123,6 +123,27 @@ def test_amtool_check_alertmanager_config() -> None:
     assert "SUCCESS" in result.stdout
 
 
+def test_alertmanager_routes_tenant_alerts_by_tenant_and_the_rest_by_name() -> None:
+    def route(*labels: str) -> str:
+        result = run(
+            "amtool",
+            "config",
+            "routes",
+            "test",
+            f"--config.file={ALERTMANAGER.name}",
+            "--tree",
+            *labels,
+            cwd=ALERTMANAGER.parent,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    tenant = route("alertname=SymfonicSilentBailBudgetBurn", "tenant_id=acme")
+    assert "default-route" in tenant and 'tenant_id=""' not in tenant  # grouped by tenant_id
+    fleet_wide = route("alertname=SymfonicOrphanedRuns", "gen_ai_agent_name=symfonic")
+    assert '{tenant_id=""}  receiver: symfonic-oncall' in fleet_wide  # grouped by alert name
+
+
 def test_each_lost_by_tenant_id_fails_the_rule_tests(tmp_path: Path) -> None:
     """Mutation check: drop ``tenant_id`` from any ``by (...)`` of any recording rule, and the
     promtool tests of that rule fail (a per-tenant rule that aggregates tenants together)."""
