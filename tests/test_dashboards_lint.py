@@ -2,7 +2,9 @@
 
 Importable as is and by file provisioning: a ``datasource`` variable used by every panel and
 target, a ``tenant`` variable, stable uids, no hard-coded datasource uid, no ``__inputs``. Every
-metric a query names is one the names module defines, in its Prometheus form.
+metric a query names is one the names module defines, in its Prometheus form. Each dashboard
+validates against Grafana's published dashboard schema (``tests/grafana/dashboard.schema.json``,
+from the npm package ``@grafana/schema``), and the provisioning files load them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema  # type: ignore[import-untyped, unused-ignore]
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
@@ -21,6 +24,8 @@ from symfonic_otel import semconv
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = ROOT / "dashboards"
 RULES = DASHBOARDS / "prometheus" / "symfonic-rules.yml"
+PROVISIONING = DASHBOARDS / "grafana" / "provisioning"
+SCHEMA = Path(__file__).resolve().parent / "grafana" / "dashboard.schema.json"
 EXPECTED_UIDS = {
     "symfonic-agent-overview.json": "symfonic-agent-overview",
     "symfonic-fabrication.json": "symfonic-fabrication",
@@ -73,10 +78,19 @@ def walk(node: Any, key: str = "") -> Iterator[tuple[str, Any]]:
             yield from walk(item, key)
 
 
+def instruments() -> list[semconv.InstrumentSpec]:
+    """Every instrument the names module defines (ALL_INSTRUMENTS and any spec next to it)."""
+    specs = list(semconv.ALL_INSTRUMENTS)
+    specs += [
+        value
+        for value in vars(semconv).values()
+        if isinstance(value, semconv.InstrumentSpec) and value not in specs
+    ]
+    return specs
+
+
 def known_series() -> set[str]:
-    names = {
-        name for spec in semconv.ALL_INSTRUMENTS for name in semconv.prometheus_series_names(spec)
-    }
+    names = {name for spec in instruments() for name in semconv.prometheus_series_names(spec)}
     return names | PROMETHEUS_BUILTINS | recording_rules()
 
 
@@ -139,7 +153,9 @@ def test_extractors_see_what_they_should() -> None:
     assert "symfonic_react_silent_bails_total" in known_series()
     assert "gen_ai_client_operation_duration_seconds_bucket" in known_series()
     assert "tenant_id:symfonic_react_silent_bail_ratio:rate10m" in known_series()
+    assert "symfonic_agent_stop_reasons_total" in known_series()
     assert {"tenant_id", "symfonic_response_empty", "gen_ai_token_type"} <= known_labels()
+    assert "symfonic_run_stop_reason" in known_labels()
 
 
 # --- the dashboards ------------------------------------------------------------------------------
@@ -255,7 +271,8 @@ def test_rules_name_only_known_metrics_and_labels() -> None:
     for rule in (rule for group in groups for rule in group["rules"]):
         expr = rule["expr"]
         names = metric_names(expr)
-        assert names and names <= known, f"unknown metrics {names - known} in {expr!r}"
+        constant = re.fullmatch(r"vector\([\d.]+\)", expr.strip())  # the SLO objective
+        assert (names or constant) and names <= known, f"unknown {names - known} in {expr!r}"
         assert label_names(expr) <= known_labels(), expr
 
 
@@ -264,8 +281,93 @@ def test_dashboards_cover_every_instrument() -> None:
     used = {
         name for board in BOARDS for expr in queries(load(board)) for name in metric_names(expr)
     }
-    for spec in semconv.ALL_INSTRUMENTS:
+    for spec in instruments():
         assert used & set(semconv.prometheus_series_names(spec)), f"{spec.name} has no panel"
+
+
+def test_stop_reasons_have_a_panel_per_tenant() -> None:
+    """Issue: the agent overview shows how each tenant's runs end, one panel per tenant."""
+    panels = all_panels(load("symfonic-agent-overview.json"))
+    repeated = [p for p in panels if p.get("repeat") == "tenant"]
+    assert any(
+        "symfonic_agent_stop_reasons_total" in t["expr"]
+        and "by (symfonic_run_stop_reason)" in t["expr"]
+        for p in repeated
+        for t in p["targets"]
+    )
+    for panel in repeated:
+        assert "$tenant" in panel["title"]  # each copy names its tenant
+
+
+# --- Grafana's published schema and the provisioning files ---------------------------------------
+
+# Fields Grafana itself writes that the published model lacks (its AnnotationQuery models only the
+# built-in Grafana annotations: a Prometheus annotation keeps its query at the top level; query
+# variables keep the query text they show in `definition`).
+SCHEMA_GAPS: dict[str, dict[str, Any]] = {
+    "AnnotationQuery": {
+        "expr": {"type": "string"},
+        "step": {"type": "string"},
+        "titleFormat": {"type": "string"},
+        "textFormat": {"type": "string"},
+        "useValueForTime": {"type": "boolean"},
+    },
+    "VariableModel": {"definition": {"type": "string"}},
+}
+
+
+def grafana_validator() -> jsonschema.Draft7Validator:
+    schema: dict[str, Any] = json.loads(SCHEMA.read_text())
+    for definition, properties in SCHEMA_GAPS.items():
+        target = schema["definitions"][definition]["properties"]
+        assert not set(properties) & set(target), "the schema has it now: drop the gap"
+        target.update(properties)
+    return jsonschema.Draft7Validator(schema)
+
+
+@pytest.mark.parametrize("name", BOARDS)
+def test_valid_against_grafanas_dashboard_schema(name: str) -> None:
+    errors = [
+        f"{'/'.join(map(str, error.absolute_path))}: {error.message[:200]}"
+        for error in grafana_validator().iter_errors(load(name))
+    ]
+    assert errors == []
+
+
+def test_the_schema_rejects_what_grafana_would() -> None:
+    board = load("symfonic-agent-overview.json")
+    board["panels"][1]["gridPos"]["w"] = "wide"
+    board["templating"]["list"][1]["refresh"] = 7
+    board["style"] = "dark"  # removed from the model
+    paths = {tuple(e.absolute_path) for e in grafana_validator().iter_errors(board)}
+    assert paths == {("panels", 1), ("templating", "list", 1, "refresh"), ()}
+
+
+def test_provisioned_data_source_is_the_default_prometheus() -> None:
+    config = yaml.safe_load((PROVISIONING / "datasources" / "symfonic-prometheus.yaml").read_text())
+    assert config["apiVersion"] == 1
+    (source,) = config["datasources"]
+    assert source["type"] == "prometheus" and source["access"] == "proxy"
+    assert source["url"].startswith("http") and source["isDefault"] is True
+    # the dashboards' datasource variable offers every data source of this type
+    for board in BOARDS:
+        variables = {v["name"]: v for v in load(board)["templating"]["list"]}
+        assert variables["datasource"]["query"] == source["type"]
+
+
+def test_provisioned_dashboards_provider_loads_exactly_the_dashboards() -> None:
+    text = (PROVISIONING / "dashboards" / "symfonic.yaml").read_text()
+    config = yaml.safe_load(text)
+    assert config["apiVersion"] == 1
+    (provider,) = config["providers"]
+    assert provider["type"] == "file" and provider["folder"]
+    path = provider["options"]["path"]
+    # the documented mount puts the export directory at that path
+    assert f'symfonic-dashboards:{path}"' in text
+    assert f'symfonic-dashboards:{path}"' in (DASHBOARDS / "README.md").read_text()
+    # Grafana reads every *.json under it: only the dashboards may be JSON
+    json_files = sorted(p.relative_to(DASHBOARDS).as_posix() for p in DASHBOARDS.rglob("*.json"))
+    assert json_files == BOARDS
 
 
 # --- export: the files ship inside the wheel -------------------------------------------------

@@ -48,7 +48,7 @@ EXPECTED: dict[str, set[str]] = {
 }
 # Ordinary tenants: well under SymfonicSilentBailRateHigh's 10 %, the 5 % error and empty-answer
 # thresholds, and any burn-rate alert of a silent-bail SLO of a few percent.
-ORDINARY_CEILING = {BAIL: 0.02, EMPTY: 0.01, ERROR: 0.01, TRUNCATED: 0.01}
+ORDINARY_CEILING = {BAIL: 0.005, EMPTY: 0.01, ERROR: 0.01, TRUNCATED: 0.01}
 NOISY_FLOOR = 0.2  # a noisy kind's own failure, in its tenant's runs
 
 

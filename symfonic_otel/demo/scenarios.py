@@ -293,23 +293,23 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "loop_cut_synthesis_recovered",
         lambda r, t: _loop_cut(r, t, synthesize=True, recovers=True),
-        _weights(0.35, silent_bail=10),
+        _weights(0.1, silent_bail=10),
     ),
     Scenario(
         "loop_cut_unrecovered",
         lambda r, t: _loop_cut(r, t, synthesize=False, recovers=False),
-        _weights(0.15, silent_bail=12),
+        _weights(0.04, silent_bail=12),
     ),
-    Scenario("iteration_cap", _iteration_cap, _weights(0.1, silent_bail=10)),
+    Scenario("iteration_cap", _iteration_cap, _weights(0.03, silent_bail=10)),
     Scenario(
         "empty_recovered",
         lambda r, t: _empty_completion(r, t, synthesize=True, recovers=True),
-        _weights(0.3, silent_bail=8),
+        _weights(0.08, silent_bail=8),
     ),
     Scenario(
         "empty_unrecovered",
         lambda r, t: _empty_completion(r, t, synthesize=True, recovers=False),
-        _weights(0.1, silent_bail=8),
+        _weights(0.03, silent_bail=8),
     ),
     Scenario("fabrication_observe", lambda r, t: _fabrication(r, t, mode="observe"), _weights(4)),
     Scenario("fabrication_revise", lambda r, t: _fabrication(r, t, mode="revise"), _weights(3)),
