@@ -1,4 +1,4 @@
-"""The bundled Grafana dashboards, Prometheus rules and Collector example, and their export.
+"""The bundled Grafana dashboards, Prometheus rules and configurations, and their export.
 
 The files live in the repository's ``dashboards/`` directory. A wheel carries them as the
 package data directory ``symfonic_otel/_dashboards``; an editable install or a source checkout
@@ -7,7 +7,10 @@ reads them from ``dashboards/`` next to the package. ``export`` copies them, lay
     symfonic-agent-overview.json, symfonic-fabrication.json   Grafana dashboards
     prometheus/symfonic-rules.yml                              recording and alerting rules
     prometheus/symfonic-rules.test.yml                         promtool unit tests of the rules
-    prometheus/prometheus.yml                                  example scrape configuration
+    prometheus/prometheus.yml                                  scrape one host's agents (pull)
+    prometheus/prometheus-agent.yml, prometheus-central.yml    agent mode + remote-write receiver
+    alertmanager/alertmanager.yml                              route per tenant_id to a receiver
+    grafana/provisioning/                                      datasource and dashboards provider
     collector/otel-collector.yaml                              example Collector pipeline
     README.md                                                  runbook, one section per alert
 """
