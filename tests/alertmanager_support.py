@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 import threading
 import time
 import urllib.error
@@ -28,7 +27,7 @@ from typing import Any
 import yaml
 
 from tests.fleet_support import scale_duration
-from tests.prometheus_support import PrometheusError, free_port, require_binary
+from tests.prometheus_support import LoopbackDaemon, require_binary
 
 __all__ = ["AlertmanagerServer", "WebhookReceiver", "config_for_test"]
 
@@ -138,105 +137,39 @@ def config_for_test(
     return config
 
 
-class AlertmanagerServer:
+class AlertmanagerServer(LoopbackDaemon):
     """Runs ``prometheus-alertmanager`` on a free 127.0.0.1 port with ``config``."""
 
-    def __init__(self, workdir: Path, config: dict[str, Any]) -> None:
-        self.workdir = Path(workdir)
-        self.config = config
-        self.port = 0
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_path = self.workdir / "alertmanager.log"
+    name = "alertmanager"
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def __init__(self, workdir: Path, config: dict[str, Any]) -> None:
+        super().__init__(workdir)
+        self.config = config
 
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 30.0) -> None:
-        binary = require_binary(BINARY, package="prometheus-alertmanager")
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        config_path = self.workdir / "alertmanager.yml"
-        config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
-        last_error = ""
-        for _attempt in range(3):  # the free port can be taken between probe and bind
-            self.port = free_port()
-            with self._log_path.open("ab") as log:
-                self._process = subprocess.Popen(
-                    [
-                        binary,
-                        f"--config.file={config_path}",
-                        f"--storage.path={self.workdir / f'data-{self.port}'}",
-                        f"--web.listen-address=127.0.0.1:{self.port}",
-                        "--cluster.listen-address=",
-                        "--log.level=warn",
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    cwd=self.workdir,
-                )
-            try:
-                self._wait_ready(timeout_s)
-                return
-            except PrometheusError as exc:
-                last_error = str(exc)
-                self.stop()
-                if "address already in use" not in last_error:
-                    break
-        raise PrometheusError(last_error)
+    @property
+    def config_path(self) -> Path:
+        return self.workdir / "alertmanager.yml"
 
-    def _wait_ready(self, timeout_s: float) -> None:
-        process = self._process
-        assert process is not None
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise PrometheusError(
-                    f"alertmanager exited with code {process.returncode}:\n{self.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.1)
-        raise PrometheusError(f"alertmanager not ready after {timeout_s}s:\n{self.log_tail()}")
+    def start(self, timeout_s: float = 30.0) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
+        self._launch(timeout_s)
+
+    def command(self, port: int) -> list[str]:
+        return [
+            require_binary(BINARY, package="prometheus-alertmanager"),
+            f"--config.file={self.config_path}",
+            f"--storage.path={self.workdir / f'data-{port}'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",
+            "--log.level=warn",
+        ]
 
     def alerts(self) -> list[dict[str, Any]]:
         """Alerts Alertmanager holds (API v2): ``labels``, ``annotations``, ``status``."""
         with urllib.request.urlopen(f"{self.url}/api/v2/alerts", timeout=10) as response:
             return list(json.loads(response.read()))
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            text = self._log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
-    def __enter__(self) -> AlertmanagerServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import pytest
 
@@ -65,8 +65,103 @@ def free_port() -> int:
         return port
 
 
-class PrometheusServer:
+class LoopbackDaemon:
+    """A server binary run on a free 127.0.0.1 port, logging to its work directory.
+
+    Subclasses give its name and its command line for a port; the rest (port retries, readiness,
+    stopping, the log tail for failure messages) is the same for Prometheus and Alertmanager.
+    """
+
+    name = "daemon"
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = Path(workdir)
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_path = self.workdir / f"{self.name}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self, port: int) -> list[str]:
+        raise NotImplementedError
+
+    def _launch(self, timeout_s: float) -> None:
+        last_error = ""
+        for _attempt in range(3):  # the free port can be taken between probe and bind
+            self.port = free_port()
+            argv = self.command(self.port)
+            with self._log_path.open("ab") as log:
+                self._process = subprocess.Popen(
+                    argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir
+                )
+            try:
+                self._wait_ready(timeout_s)
+                return
+            except PrometheusError as exc:
+                last_error = str(exc)
+                self.stop()
+                if "address already in use" not in last_error:
+                    break
+        raise PrometheusError(last_error)
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        process = self._process
+        assert process is not None
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise PrometheusError(
+                    f"{self.name} exited with code {process.returncode}:\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.1)
+        raise PrometheusError(f"{self.name} not ready after {timeout_s}s:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self._log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        raise NotImplementedError
+
+
+class PrometheusServer(LoopbackDaemon):
     """Runs the ``prometheus`` binary on 127.0.0.1 with a generated configuration."""
+
+    name = "prometheus"
 
     def __init__(
         self,
@@ -84,7 +179,7 @@ class PrometheusServer:
         config: dict[str, Any] | None = None,
         extra_args: Sequence[str] = (),
     ) -> None:
-        self.workdir = Path(workdir)
+        super().__init__(workdir)
         self.scrape_targets = list(scrape_targets)
         self.rule_files = [Path(path).resolve() for path in rule_files]
         self.scrape_interval = scrape_interval
@@ -96,15 +191,8 @@ class PrometheusServer:
         self.agent_mode = agent_mode
         self.config = config  # a whole configuration, instead of the generated one
         self.extra_args = list(extra_args)
-        self.port = 0
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_path = self.workdir / "prometheus.log"
 
     # --- lifecycle -----------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def config_path(self) -> Path:
@@ -144,93 +232,24 @@ class PrometheusServer:
         return self.config_path
 
     def start(self, timeout_s: float = 30.0) -> None:
-        binary = self.binary or require_binary("prometheus")
         self.write_config()
-        last_error = ""
-        for _attempt in range(3):  # the free port can be taken between probe and bind
-            self.port = free_port()
-            storage = self.workdir / f"tsdb-{self.port}"
-            if self.agent_mode:  # agent mode refuses the TSDB flags
-                storage_args = ["--enable-feature=agent", f"--storage.agent.path={storage}"]
-            else:
-                storage_args = [
-                    f"--storage.tsdb.path={storage}",
-                    "--storage.tsdb.retention.time=1h",
-                ]
-            log = self._log_path.open("ab")
-            try:
-                self._process = subprocess.Popen(
-                    [
-                        binary,
-                        f"--config.file={self.config_path}",
-                        *storage_args,
-                        f"--web.listen-address=127.0.0.1:{self.port}",
-                        "--log.level=warn",
-                        *self.extra_args,
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    cwd=self.workdir,
-                )
-            finally:
-                log.close()
-            try:
-                self._wait_ready(timeout_s)
-                return
-            except PrometheusError as exc:
-                last_error = str(exc)
-                self.stop()
-                if "address already in use" not in last_error:
-                    break
-        raise PrometheusError(last_error)
+        self._launch(timeout_s)
 
-    def _wait_ready(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        process = self._process
-        assert process is not None
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise PrometheusError(
-                    f"prometheus exited with code {process.returncode}:\n{self.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.1)
-        raise PrometheusError(f"prometheus not ready after {timeout_s}s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            text = self._log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
-    def __enter__(self) -> PrometheusServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def command(self, port: int) -> list[str]:
+        binary = self.binary or require_binary("prometheus")
+        storage = self.workdir / f"tsdb-{port}"
+        if self.agent_mode:  # agent mode refuses the TSDB flags
+            storage_args = ["--enable-feature=agent", f"--storage.agent.path={storage}"]
+        else:
+            storage_args = [f"--storage.tsdb.path={storage}", "--storage.tsdb.retention.time=1h"]
+        return [
+            binary,
+            f"--config.file={self.config_path}",
+            *storage_args,
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+            *self.extra_args,
+        ]
 
     # --- HTTP API ------------------------------------------------------------------------------
 
