@@ -242,6 +242,8 @@ STOP_REASON_VALUES: Final = (
 )
 STOP_REASON_ERROR: Final = "error"
 STOP_REASON_INTERRUPTED: Final = "interrupted"
+STOP_REASON_LOOP_DETECTED: Final = "loop_detected"
+STOP_REASON_RECURSION_LIMIT: Final = "recursion_limit"
 # Why the SDK setup lost spans (``symfonic.telemetry.drop_reason`` on the dropped-spans counter).
 SPAN_DROP_QUEUE_FULL: Final = "queue_full"
 SPAN_DROP_EXPORT_FAILED: Final = "export_failed"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from symfonic_otel import semconv
 from symfonic_otel.agent.termination import END_TURN, MAX_TOKENS, REFUSAL, RouteReason
 
 __all__ = [
@@ -22,10 +23,11 @@ __all__ = [
     "stop_note",
 ]
 
-LOOP_DETECTED: Final = "loop_detected"
-RECURSION_LIMIT: Final = "recursion_limit"
-INTERRUPTED: Final = "interrupted"
-ERROR: Final = "error"
+# The run exits are telemetry label values: one definition, in the names module.
+LOOP_DETECTED: Final = semconv.STOP_REASON_LOOP_DETECTED
+RECURSION_LIMIT: Final = semconv.STOP_REASON_RECURSION_LIMIT
+INTERRUPTED: Final = semconv.STOP_REASON_INTERRUPTED
+ERROR: Final = semconv.STOP_REASON_ERROR
 
 TRUNCATED_NOTE: Final = "[answer cut off: the model reached its output limit]"
 REFUSED_NOTE: Final = "[the model declined to answer this request]"
