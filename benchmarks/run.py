@@ -8,7 +8,8 @@
 The reference is the *SDK minimum* (``minimum.py``): a subject that makes exactly our telemetry
 (the same spans with the same attributes, the same histogram records and counter adds with the
 same attribute sets) through the SDK with no logic at all, replayed from what our handler made
-on a spy SDK. Every subject runs with content capture off (OpenLLMetry's is on by default).
+on a spy SDK. Every subject runs with content capture off (OpenLLMetry's is on by default;
+``--peer-defaults`` measures the peers with their own defaults).
 
 Method: all subjects live in one process and are measured in small interleaved slices (the
 subject order is shuffled every round), each slice next to the uninstrumented baseline of the
@@ -45,6 +46,7 @@ from workloads import (
     MINIMUM,
     OPENLLMETRY,
     OURS,
+    PEER_CAPTURE,
     SETUP_DESCRIPTION,
     TOOLS,
     WORKLOADS,
@@ -656,10 +658,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="repeat the LangChain section")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 12, quick 6)")
     parser.add_argument("--per-slice", type=int, default=10, help="turns per slice")
+    parser.add_argument(
+        "--peer-defaults",
+        action="store_true",
+        help="peers with their default content capture (on) instead of off like ours",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the hot paths")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     random.seed(args.seed)
+    PEER_CAPTURE["on"] = args.peer_defaults
     if args.profile:
         profile(2_000)
         return 0
@@ -667,20 +675,23 @@ def main(argv: list[str] | None = None) -> int:
     per_slice = args.per_slice
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    print(f"SDK setup for every subject: {SETUP_DESCRIPTION}; content capture off everywhere")
+    capture = "ours off, peers on (their default)" if args.peer_defaults else "off everywhere"
+    print(f"SDK setup for every subject: {SETUP_DESCRIPTION}; content capture {capture}")
     print(
         f"{rounds} interleaved rounds of {per_slice} turns per subject, "
         f"{args.repeat} repeat(s); python {sys.version.split()[0]}"
     )
     workloads = ["ReAct turn (RunnableLambda)"] if args.react else None
     repeats: list[list[Row]] = []
-    for _ in range(max(args.repeat, 1)):
-        repeats.append(langchain_path(rounds, per_slice, loop, workloads))
-        if args.repeat > 1:
+    for index in range(max(args.repeat, 1)):
+        if repeats:  # every repeat's table; the last one is printed with the other sections
             print()
             print_table(repeats[-1])
             print()
-    rows = repeats[-1]
+        if args.repeat > 1:
+            print(f"repeat {index + 1} of {args.repeat}:")
+        repeats.append(langchain_path(rounds, per_slice, loop, workloads))
+    rows = list(repeats[-1])
     if not args.react:
         rows += events_path(rounds, per_slice * 10)
         rows += loop_overhead(rounds, per_slice, loop)

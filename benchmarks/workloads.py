@@ -40,6 +40,8 @@ from pydantic import PrivateAttr
 
 # OpenLLMetry's content switch (its utils.TRACELOOP_TRACE_CONTENT).
 TRACELOOP_TRACE_CONTENT = "TRACELOOP_TRACE_CONTENT"
+# The peers' content capture: off like ours, unless ``run.py --peer-defaults`` (theirs is on).
+PEER_CAPTURE = {"on": False}
 
 SETUP_DESCRIPTION = (
     "TracerProvider + BatchSpanProcessor(no-op exporter); "
@@ -253,7 +255,7 @@ def _openllmetry(sdk: Sdk) -> list[BaseCallbackHandler]:
     so that it is active for its own slices only; the handler is the same object either way.
     Content capture off, like ours (its default is on; it reads the variable at every call).
     """
-    os.environ[TRACELOOP_TRACE_CONTENT] = "false"
+    os.environ[TRACELOOP_TRACE_CONTENT] = "true" if PEER_CAPTURE["on"] else "false"
     from opentelemetry.instrumentation.langchain import __version__ as version
     from opentelemetry.instrumentation.langchain.callback_handler import TraceloopCallbackHandler
     from opentelemetry.semconv_ai import Meters
@@ -274,7 +276,9 @@ def _openinference(sdk: Sdk) -> list[BaseCallbackHandler]:
 
     tracer = OITracer(
         sdk.tracer_provider.get_tracer("openinference.instrumentation.langchain", version),
-        config=TraceConfig(hide_inputs=True, hide_outputs=True),
+        config=TraceConfig()
+        if PEER_CAPTURE["on"]
+        else TraceConfig(hide_inputs=True, hide_outputs=True),
     )
     return [OpenInferenceTracer(tracer, False)]  # type: ignore[arg-type]
 
