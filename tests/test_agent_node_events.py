@@ -119,7 +119,9 @@ async def test_a_tool_round_is_framed_by_nodes_with_paired_tool_events(mode: Mod
         )
     ]
     assert recorder.of("tool_result") == [
-        ToolResultEvent(tool_call_id="c1", tool_name="add", result="3", run_id="run-1")
+        ToolResultEvent(
+            tool_call_id="c1", tool_name="add", result="3", run_id="run-1", error_type=None
+        )
     ]
     assert response.final_response == "The sum is 3."
 
@@ -177,8 +179,10 @@ async def test_stream_emits_text_deltas_inside_their_node_that_add_up_to_the_tex
 
     deltas = recorder.of("text_delta")
     assert all(isinstance(e, TextDeltaEvent) for e in deltas)
-    assert "".join(e.content for e in deltas) == "Let me add." + answer
-    assert [e.content for e in deltas] == [e.text for e in streamed]
+    assert "".join(e.text for e in deltas) == "Let me add." + answer
+    assert [e.text for e in deltas] == [e.text for e in streamed]
+    run_id = recorder.of("agent_start")[0].run_id
+    assert {(e.node_name, e.run_id) for e in deltas} == {(NODE_REACT, run_id)}
     assert len(deltas) == -(-len("Let me add.") // 5) + -(-len(answer) // 5)  # ceil: chunks
     sequence = recorder.sequence(deltas=True)
     # The first node: deltas of its text, then the call announced as the stream reveals it.
@@ -195,7 +199,7 @@ async def test_stream_emits_text_deltas_inside_their_node_that_add_up_to_the_tex
         "node_end:react",
     ]
     [announced] = [e for e in recorder.of("tool_call_start") if e.phase == "announced"]
-    assert (announced.tool_name, announced.arguments) == ("add", {})
+    assert (announced.tool_name, announced.arguments) == ("add", None)  # not streamed yet
     assert pairing_problems(recorder.events) == []
 
 
@@ -247,6 +251,13 @@ async def test_parallel_calls_pair_by_id_whatever_their_outcome(mode: Mode) -> N
     }
     assert results["c1"].result == "4" and results["c4"].result == "value-of-k"
     assert "ValueError" in results["c2"].result and "no_such_tool" in results["c3"].result
+    # The exception's type where a tool raised; an unknown tool raised nothing.
+    assert {k: e.error_type for k, e in results.items()} == {
+        "c1": None,
+        "c2": "ValueError",
+        "c3": None,
+        "c4": None,
+    }
     # A failing tool is a result, not a node failure.
     assert recorder.of("node_error") == []
     assert recorder.sequence().count("node_end:tools") == 1
@@ -273,7 +284,7 @@ async def test_unparseable_arguments_get_a_start_and_an_error_result() -> None:
 
     assert pairing_problems(recorder.events) == []
     [bad] = [e for e in recorder.of("tool_call_start") if e.tool_call_id == "c2"]
-    assert (bad.tool_name, bad.arguments, bad.phase) == ("add", {}, "executing")
+    assert (bad.tool_name, bad.arguments, bad.phase) == ("add", None, "executing")
     [result] = [e for e in recorder.of("tool_result") if e.tool_call_id == "c2"]
     assert result.is_error and "could not be parsed" in result.result
 
@@ -352,6 +363,7 @@ async def test_a_cancelled_tool_round_closes_its_calls_and_its_node(mode: Mode) 
     results = {e.tool_call_id: e for e in recorder.of("tool_result")}
     assert (results["c1"].is_error, results["c1"].result) == (False, "3")
     assert (results["c2"].is_error, results["c2"].result) == (True, INTERRUPTED)
+    assert results["c2"].error_type == "CancelledError"
     assert recorder.sequence()[-2:] == ["node_error:tools", "agent_end"]
     [error] = recorder.of("node_error")
     assert (error.node_name, error.error_type) == (NODE_TOOLS, "CancelledError")
@@ -477,7 +489,7 @@ async def test_a_raising_new_method_is_logged_once_and_never_breaks_the_run(mode
             raise KeyError(event.tool_name)
 
         def on_text_delta(self, event: Any) -> None:
-            raise RuntimeError(event.content)
+            raise RuntimeError(event.text)
 
     recorder = FullRecorder()
     agent = ReactAgent(ScriptedChatModel(one_tool_round()), TOOLS, callbacks=[Broken(), recorder])

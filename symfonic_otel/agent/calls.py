@@ -177,7 +177,7 @@ class ModelCalls:
                         await dispatch.emit(
                             dispatch.text_delta,
                             "on_text_delta",
-                            TextDeltaEvent(content=delta, run_id=run_id),
+                            TextDeltaEvent(text=delta, run_id=run_id, node_name=node),
                         )
                     yield StreamTextDelta(delta, index)
         except Exception as exc:

@@ -115,7 +115,7 @@ class ToolRunner:
         for bad in message.invalid_tool_calls:
             if bad.get("id"):
                 call_id, name = bad["id"] or "", bad.get("name") or ""
-                await self._started(run_id, call_id, name, {})
+                await self._started(run_id, call_id, name, None)
                 result = ToolMessage(
                     content=(
                         "Error: the arguments of this tool call could not be parsed "
@@ -135,14 +135,14 @@ class ToolRunner:
         call_id = call.get("id") or ""
         await self._started(run_id, call_id, name, call["args"])
         try:
-            result = await self._invoke(name, call_id, call)
-        except BaseException:  # cancelled: close the call's start before cancellation goes on
+            result, error_type = await self._invoke(name, call_id, call)
+        except BaseException as exc:  # cancelled: close the call's start before it goes on
             interrupted = ToolMessage(
                 content=INTERRUPTED, tool_call_id=call_id, name=name, status="error"
             )
-            await self._finished(run_id, call_id, name, interrupted)
+            await self._finished(run_id, call_id, name, interrupted, type(exc).__name__)
             raise
-        await self._finished(run_id, call_id, name, result)
+        await self._finished(run_id, call_id, name, result, error_type)
         return result
 
     async def _started(self, run_id: str, call_id: str, name: str, args: Any) -> None:
@@ -154,13 +154,20 @@ class ToolRunner:
                 ToolCallStartEvent(
                     tool_call_id=call_id,
                     tool_name=name,
-                    arguments=dict(args) if isinstance(args, dict) else {},
+                    arguments=dict(args) if isinstance(args, dict) else args,
                     phase="executing",
                     run_id=run_id,
                 ),
             )
 
-    async def _finished(self, run_id: str, call_id: str, name: str, result: ToolMessage) -> None:
+    async def _finished(
+        self,
+        run_id: str,
+        call_id: str,
+        name: str,
+        result: ToolMessage,
+        error_type: str | None = None,
+    ) -> None:
         dispatch = self._dispatch
         if dispatch.tool_result:
             await dispatch.emit(
@@ -172,32 +179,37 @@ class ToolRunner:
                     result=flatten_content_blocks(result.content) or "",
                     is_error=result.status == "error",
                     run_id=run_id,
+                    error_type=error_type,
                 ),
             )
 
-    async def _invoke(self, name: str, call_id: str, call: Any) -> ToolMessage:
+    async def _invoke(self, name: str, call_id: str, call: Any) -> tuple[ToolMessage, str | None]:
+        """The call's result, and the type of the exception the tool raised, if it raised."""
         selected = self.by_name.get(name)
         if selected is None:
             available = ", ".join(self.by_name) or "none"
-            return ToolMessage(
+            unknown = ToolMessage(
                 content=f"Error: there is no tool named {name!r}. Available tools: {available}.",
                 tool_call_id=call_id,
                 name=name,
                 status="error",
             )
+            return unknown, None
         try:
             output = await selected.ainvoke({**call, "type": "tool_call"})
         except Exception as exc:  # the model reads the error and can try something else
-            return ToolMessage(
+            failed = ToolMessage(
                 content=f"Error: {type(exc).__name__}: {exc}",
                 tool_call_id=call_id,
                 name=name,
                 status="error",
             )
+            return failed, type(exc).__name__
         if isinstance(output, ToolMessage):
-            return output
-        return ToolMessage(
+            return output, None
+        message = ToolMessage(
             content=output if isinstance(output, str) else dumps(output),
             tool_call_id=call_id,
             name=name,
         )
+        return message, None
