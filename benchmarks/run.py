@@ -1,8 +1,15 @@
-"""Overhead benchmark of symfonic-otel against a bare-span floor and the peers.
+"""Overhead benchmark of symfonic-otel against the SDK's own minimum and the peers.
 
     python benchmarks/run.py            # full run (a few minutes)
     python benchmarks/run.py --quick    # smoke run (well under a minute)
+    python benchmarks/run.py --react    # only the ReAct turn (LangChain path), repeatable
     python benchmarks/run.py --profile  # cProfile of the hot paths instead of the benchmark
+
+The reference is the *SDK minimum* (``minimum.py``): a subject that makes exactly our telemetry
+(the same spans with the same attributes, the same histogram records and counter adds with the
+same attribute sets) through the SDK with no logic at all, replayed from what our handler made
+on a spy SDK. Every subject runs with content capture off (OpenLLMetry's is on by default;
+``--peer-defaults`` measures the peers with their own defaults).
 
 Method: all subjects live in one process and are measured in small interleaved slices (the
 subject order is shuffled every round), each slice next to the uninstrumented baseline of the
@@ -33,11 +40,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from minimum import Plan, Replay, discover
 from workloads import (
     BASELINE,
-    FLOOR,
+    MINIMUM,
     OPENLLMETRY,
     OURS,
+    PEER_CAPTURE,
     SETUP_DESCRIPTION,
     TOOLS,
     WORKLOADS,
@@ -46,6 +55,7 @@ from workloads import (
     Subject,
     langchain_subjects,
     langgraph_agent,
+    minimum_plan,
     next_run_id,
 )
 
@@ -122,7 +132,7 @@ class Row:
     hot: float
     deferred: float
     wall: float
-    floor_ratio: float | None = None
+    min_ratio: float | None = None
     peer_ratio: float | None = None
 
 
@@ -153,10 +163,19 @@ def _spans_per_turn(subject: Subject, build: Any, payload: Any, mode: str) -> in
     return len(exporter.get_finished_spans())
 
 
-def langchain_path(rounds: int, per_slice: int, loop: asyncio.AbstractEventLoop) -> list[Row]:
+def langchain_path(
+    rounds: int,
+    per_slice: int,
+    loop: asyncio.AbstractEventLoop,
+    workloads: list[str] | None = None,
+) -> list[Row]:
     rows: list[Row] = []
     for workload, (build, payload) in WORKLOADS.items():
-        subjects = langchain_subjects()
+        if workloads is not None and workload not in workloads:
+            continue
+        plan = minimum_plan(build, payload)
+        print(f"{workload}: our telemetry per turn, replayed by the SDK minimum: {plan.describe()}")
+        subjects = langchain_subjects(plan)
         runnables = {s.name: build(CyclingChatModel()) for s in subjects}
         for mode in ("invoke", "ainvoke"):
             slices: dict[str, Slice] = {}
@@ -186,8 +205,10 @@ def langchain_path(rounds: int, per_slice: int, loop: asyncio.AbstractEventLoop)
                     slices[subject.name] = run_async
             collects = {s.name: s.sdk.collect for s in subjects}
             timings = interleave(slices, collects, rounds=rounds, per_slice=per_slice)
-            floor_hot = added(timings, FLOOR, BASELINE)[0]
-            peer_hot = added(timings, OPENLLMETRY, BASELINE)[0] if OPENLLMETRY in timings else None
+            minimum = sum(added(timings, MINIMUM, BASELINE)[:2])
+            peer = None
+            if OPENLLMETRY in timings:
+                peer = sum(added(timings, OPENLLMETRY, BASELINE)[:2])
             base = timings[BASELINE]
             rows.append(
                 Row(
@@ -211,8 +232,8 @@ def langchain_path(rounds: int, per_slice: int, loop: asyncio.AbstractEventLoop)
                         hot,
                         deferred,
                         wall,
-                        _ratio(hot + deferred, floor_hot),
-                        _ratio(hot + deferred, peer_hot),
+                        _ratio(hot + deferred, minimum),
+                        _ratio(hot + deferred, peer),
                     )
                 )
         for subject in subjects:
@@ -261,20 +282,59 @@ def _five_events(run_id: str) -> tuple[Any, ...]:
     )
 
 
-def _events_slices(ours: OTelCallbackHandler, floor_sdk: Sdk) -> dict[str, Slice]:
-    tracer = floor_sdk.tracer_provider.get_tracer("floor")
-    from opentelemetry import trace
+def _five_calls(handler: OTelCallbackHandler, step: Any = None) -> Callable[[str], None]:
+    """One run's five events through ``handler`` (with ``step()`` after each, for discovery)."""
+
+    def run(run_id: str) -> None:
+        start, llm, loop_end, fabrication, end = _five_events(run_id)
+        for method, event in (
+            (handler.agent_start, start),
+            (handler.llm_end, llm),
+            (handler.react_loop_end, loop_end),
+            (handler.fabrication_detected, fabrication),
+            (handler.agent_end, end),
+        ):
+            method(event)
+            if step is not None:
+                step()
+
+    return run
+
+
+def events_plan() -> Plan:
+    """What ``OTelCallbackHandler`` makes of the five events, for the SDK minimum to replay."""
+
+    def make(sdk: Any) -> OTelCallbackHandler:
+        return OTelCallbackHandler(
+            tracer_provider=sdk.tracer_provider,
+            meter_provider=sdk.meter_provider,
+            capture_content=False,
+        )
+
+    def turn(handler: OTelCallbackHandler, step: Callable[[], None]) -> None:
+        _five_calls(handler, step)(next_run_id())
+
+    return discover(make, turn)
+
+
+EVENTS_MINIMUM = "SDK minimum, same telemetry"
+
+
+def _events_slices(ours: OTelCallbackHandler, replay: Replay) -> dict[str, Slice]:
+    step = replay.step
 
     def none(n: int) -> None:
         for _ in range(n):
             _five_events(next_run_id())
 
-    def floor(n: int) -> None:
+    def minimum(n: int) -> None:
         for _ in range(n):
             _five_events(next_run_id())
-            run = tracer.start_span("run")
-            tracer.start_span("chat", context=trace.set_span_in_context(run)).end()
-            run.end()
+            step()
+            step()
+            step()
+            step()
+            step()
 
     def symfonic(n: int) -> None:
         handler = ours
@@ -286,22 +346,23 @@ def _events_slices(ours: OTelCallbackHandler, floor_sdk: Sdk) -> dict[str, Slice
             handler.fabrication_detected(fabrication)
             handler.agent_end(end)
 
-    return {BASELINE: none, "floor: 2 bare spans": floor, "OTelCallbackHandler": symfonic}
+    return {BASELINE: none, EVENTS_MINIMUM: minimum, "OTelCallbackHandler": symfonic}
 
 
 def events_path(rounds: int, per_slice: int) -> list[Row]:
-    sdks = {name: Sdk.realistic() for name in (BASELINE, "floor: 2 bare spans", "ours")}
+    plan = events_plan()
+    print(f"five events: our telemetry per run, replayed by the SDK minimum: {plan.describe()}")
+    sdks = {name: Sdk.realistic() for name in (BASELINE, EVENTS_MINIMUM, "OTelCallbackHandler")}
     ours = OTelCallbackHandler(
-        tracer_provider=sdks["ours"].tracer_provider, meter_provider=sdks["ours"].meter_provider
+        tracer_provider=sdks["OTelCallbackHandler"].tracer_provider,
+        meter_provider=sdks["OTelCallbackHandler"].meter_provider,
+        capture_content=False,
     )
-    slices = _events_slices(ours, sdks["floor: 2 bare spans"])
-    collects = {
-        BASELINE: sdks[BASELINE].collect,
-        "floor: 2 bare spans": sdks["floor: 2 bare spans"].collect,
-        "OTelCallbackHandler": sdks["ours"].collect,
-    }
+    replay = Replay(sdks[EVENTS_MINIMUM].tracer_provider, sdks[EVENTS_MINIMUM].meter_provider, plan)
+    slices = _events_slices(ours, replay)
+    collects = {name: sdk.collect for name, sdk in sdks.items()}
     timings = interleave(slices, collects, rounds=rounds, per_slice=per_slice)
-    floor_hot = added(timings, "floor: 2 bare spans", BASELINE)[0]
+    minimum = sum(added(timings, EVENTS_MINIMUM, BASELINE)[:2])
     base = timings[BASELINE]
     rows = [
         Row(
@@ -314,7 +375,8 @@ def events_path(rounds: int, per_slice: int) -> list[Row]:
             statistics.median(base.wall),
         )
     ]
-    for name, spans in (("floor: 2 bare spans", "2"), ("OTelCallbackHandler", "2")):
+    spans = str(plan.span_count)
+    for name in (EVENTS_MINIMUM, "OTelCallbackHandler"):
         hot, deferred, wall = added(timings, name, BASELINE)
         rows.append(
             Row(
@@ -325,7 +387,7 @@ def events_path(rounds: int, per_slice: int) -> list[Row]:
                 hot,
                 deferred,
                 wall,
-                _ratio(hot + deferred, floor_hot),
+                _ratio(hot + deferred, minimum),
             )
         )
     for sdk in sdks.values():
@@ -482,9 +544,9 @@ def _fmt(value: float | None) -> str:
 
 def print_table(rows: list[Row]) -> None:
     header = (
-        f"| {'section':<28} | {'mode':<7} | {'subject':<26} | {'spans':>5} | "
+        f"| {'section':<28} | {'mode':<7} | {'subject':<27} | {'spans':>5} | "
         f"{'added CPU µs':>12} | {'deferred µs':>11} | {'added wall µs':>13} | "
-        f"{'vs floor':>8} | {'vs peer':>8} |"
+        f"{'vs min':>8} | {'vs peer':>8} |"
     )
     print(header)
     print("|" + "|".join("-" * (len(cell) + 0) for cell in header.split("|")[1:-1]) + "|")
@@ -493,8 +555,8 @@ def print_table(rows: list[Row]) -> None:
         hot = f"({row.hot:,.0f})" if base else f"{row.hot:,.0f}"
         wall = f"({row.wall:,.0f})" if base else f"{row.wall:,.0f}"
         print(
-            f"| {row.section:<28} | {row.mode:<7} | {row.subject:<26} | {row.spans:>5} | "
-            f"{hot:>12} | {row.deferred:>11,.0f} | {wall:>13} | {_fmt(row.floor_ratio):>8} | "
+            f"| {row.section:<28} | {row.mode:<7} | {row.subject:<27} | {row.spans:>5} | "
+            f"{hot:>12} | {row.deferred:>11,.0f} | {wall:>13} | {_fmt(row.min_ratio):>8} | "
             f"{_fmt(row.peer_ratio):>8} |"
         )
 
@@ -503,53 +565,83 @@ def summary(rows: list[Row]) -> str:
     parts: list[str] = []
     for row in rows:
         if row.subject == OURS:
-            text = f"{row.section.split(' ')[0]} {row.mode}: {_fmt(row.floor_ratio)} floor"
+            text = f"{row.section.split(' ')[0]} {row.mode}: {_fmt(row.min_ratio)} SDK minimum"
             if row.peer_ratio is not None:
                 text += f", {_fmt(row.peer_ratio)} OpenLLMetry"
             parts.append(text)
         elif row.subject == "OTelCallbackHandler":
-            parts.append(f"events: {_fmt(row.floor_ratio)} floor")
+            parts.append(f"events: {_fmt(row.min_ratio)} SDK minimum")
         elif row.subject == "reference ReactAgent":
             parts.append(f"reference loop: {_fmt(row.peer_ratio)} LangGraph's overhead")
-    return "ratios (instrumentation incl. deferred metric work) - " + "; ".join(parts)
+    return "ratios (added CPU incl. deferred metric work) - " + "; ".join(parts)
+
+
+def spread(repeats: list[list[Row]]) -> list[str]:
+    """Our ratios per workload and mode over the repeats: median and range."""
+    lines: list[str] = []
+    keys = [(r.section, r.mode) for r in repeats[0] if r.subject == OURS]
+    for section, mode in keys:
+        ours = [
+            r
+            for rows in repeats
+            for r in rows
+            if (r.section, r.mode, r.subject) == (section, mode, OURS)
+        ]
+        text = f"{section}, {mode}:"
+        for label, values in (
+            ("vs SDK minimum", [r.min_ratio for r in ours]),
+            ("vs OpenLLMetry", [r.peer_ratio for r in ours]),
+        ):
+            known = sorted(v for v in values if v is not None)
+            if known:
+                text += (
+                    f" {label} {statistics.median(known):.2f}x "
+                    f"({known[0]:.2f}-{known[-1]:.2f}, {len(known)} runs);"
+                )
+        lines.append(text.rstrip(";"))
+    return lines
 
 
 # --- profile ----------------------------------------------------------------------------------
 
 
+def _profile_turns(subject: Subject, turns: int, title: str) -> None:
+    runnable = WORKLOADS["ReAct turn (RunnableLambda)"][0](CyclingChatModel())
+    payload = WORKLOADS["ReAct turn (RunnableLambda)"][1]
+    config = {"callbacks": subject.callbacks}
+    for _ in range(200):
+        runnable.invoke(payload, config=config)
+    subject.sdk.collect()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(turns):
+        runnable.invoke(payload, config=config)
+    subject.sdk.collect()
+    profiler.disable()
+    print(f"== {title}: LangChain ReAct turn x{turns} (incl. one collection), by own time ==")
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(r"symfonic_otel|opentelemetry|minimum", 30)
+    print(f"== {title}: by cumulative time, symfonic_otel only ==")
+    stats.sort_stats("cumulative").print_stats(r"symfonic_otel", 25)
+
+
 def profile(turns: int) -> None:
-    """cProfile of our hot paths: the LangChain ReAct turn and the five events."""
-    for subject in langchain_subjects():
-        if subject.name != OURS:
-            subject.sdk.shutdown()
-            continue
-        runnable = WORKLOADS["ReAct turn (RunnableLambda)"][0](CyclingChatModel())
-        payload = WORKLOADS["ReAct turn (RunnableLambda)"][1]
-        config = {"callbacks": subject.callbacks}
-        for _ in range(200):
-            runnable.invoke(payload, config=config)
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for _ in range(turns):
-            runnable.invoke(payload, config=config)
-        subject.sdk.collect()
-        profiler.disable()
-        print(f"== LangChain ReAct turn x{turns} with {OURS} (incl. one collection) ==")
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"symfonic_otel|sdk", 35)
+    """cProfile of the ReAct turn with our handler and with the SDK minimum, and the five
+    events: what our handler spends beyond the SDK's own work shows as the difference."""
+    build, payload = WORKLOADS["ReAct turn (RunnableLambda)"]
+    for subject in langchain_subjects(minimum_plan(build, payload)):
+        if subject.name in (OURS, MINIMUM):
+            _profile_turns(subject, turns, subject.name)
         subject.sdk.shutdown()
     sdk = Sdk.realistic()
     handler = OTelCallbackHandler(
         tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider
     )
+    five = _five_calls(handler)
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(turns):
-        start, llm, loop_end, fabrication, end = _five_events(next_run_id())
-        handler.agent_start(start)
-        handler.llm_end(llm)
-        handler.react_loop_end(loop_end)
-        handler.fabrication_detected(fabrication)
-        handler.agent_end(end)
+        five(next_run_id())
     sdk.collect()
     profiler.disable()
     print(f"== five events x{turns} through OTelCallbackHandler (incl. one collection) ==")
@@ -560,37 +652,69 @@ def profile(turns: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
+    parser.add_argument(
+        "--react", action="store_true", help="only the ReAct turn (LangChain path), no memory"
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="repeat the LangChain section")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 12, quick 6)")
+    parser.add_argument("--per-slice", type=int, default=10, help="turns per slice")
+    parser.add_argument(
+        "--peer-defaults",
+        action="store_true",
+        help="peers with their default content capture (on) instead of off like ours",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the hot paths")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     random.seed(args.seed)
+    PEER_CAPTURE["on"] = args.peer_defaults
     if args.profile:
         profile(2_000)
         return 0
-    rounds, per_slice = (6, 10) if args.quick else (12, 10)
+    rounds = args.rounds or (6 if args.quick else 12)
+    per_slice = args.per_slice
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    print(f"SDK setup for every subject: {SETUP_DESCRIPTION}")
+    capture = "ours off, peers on (their default)" if args.peer_defaults else "off everywhere"
+    print(f"SDK setup for every subject: {SETUP_DESCRIPTION}; content capture {capture}")
     print(
-        f"{rounds} interleaved rounds of {per_slice} turns per subject; "
-        f"python {sys.version.split()[0]}"
+        f"{rounds} interleaved rounds of {per_slice} turns per subject, "
+        f"{args.repeat} repeat(s); python {sys.version.split()[0]}"
     )
-    rows = langchain_path(rounds, per_slice, loop)
-    rows += events_path(rounds, per_slice * 10)
-    rows += loop_overhead(rounds, per_slice, loop)
+    workloads = ["ReAct turn (RunnableLambda)"] if args.react else None
+    repeats: list[list[Row]] = []
+    for index in range(max(args.repeat, 1)):
+        if repeats:  # every repeat's table; the last one is printed with the other sections
+            print()
+            print_table(repeats[-1])
+            print()
+        if args.repeat > 1:
+            print(f"repeat {index + 1} of {args.repeat}:")
+        repeats.append(langchain_path(rounds, per_slice, loop, workloads))
+    rows = list(repeats[-1])
+    if not args.react:
+        rows += events_path(rounds, per_slice * 10)
+        rows += loop_overhead(rounds, per_slice, loop)
     print()
     print_table(rows)
     print(
         "added CPU µs: median per-turn process CPU time above the baseline (in brackets: the "
         "baseline itself); deferred µs: metric work done at collection time, per turn (CPU); "
-        "added wall µs: the same in wall time; vs floor / vs peer: (added + deferred CPU) / the "
-        "floor's added CPU, / OpenLLMetry's (loop rows: overhead / LangGraph's overhead)"
+        "added wall µs: the same in wall time; vs min / vs peer: (added + deferred CPU) / the "
+        "SDK minimum's, / OpenLLMetry's (loop rows: overhead / LangGraph's overhead)"
     )
-    print()
-    for line in memory(10_000 if args.quick else 100_000, 2_000 if args.quick else 10_000, loop):
-        print(line)
+    if not args.react:
+        print()
+        for line in memory(
+            10_000 if args.quick else 100_000, 2_000 if args.quick else 10_000, loop
+        ):
+            print(line)
     print()
     print(summary(rows))
+    if len(repeats) > 1:
+        print("spread over the repeats (median, min-max):")
+        for line in spread(repeats):
+            print(f"  {line}")
     loop.close()
     return 0
 

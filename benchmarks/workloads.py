@@ -8,12 +8,13 @@ measured cost is the instrumentation's and the SDK's, not a network's.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import UUID
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForLLMRun,
@@ -25,8 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool, tool
-from opentelemetry import trace
-from opentelemetry.context import Context
+from minimum import LangChainTap, Plan, SdkMinimum, discover
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     MetricExporter,
@@ -36,14 +36,17 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import Span, Tracer
 from pydantic import PrivateAttr
+
+# OpenLLMetry's content switch (its utils.TRACELOOP_TRACE_CONTENT).
+TRACELOOP_TRACE_CONTENT = "TRACELOOP_TRACE_CONTENT"
+# The peers' content capture: off like ours, unless ``run.py --peer-defaults`` (theirs is on).
+PEER_CAPTURE = {"on": False}
 
 SETUP_DESCRIPTION = (
     "TracerProvider + BatchSpanProcessor(no-op exporter); "
     "MeterProvider + PeriodicExportingMetricReader(no-op exporter, 60 s)"
 )
-_EMPTY_CONTEXT = Context()
 
 # --- a realistic SDK setup -------------------------------------------------------------------
 
@@ -233,95 +236,14 @@ class DoNothingHandler(BaseCallbackHandler):
         return None
 
 
-class BareSpanFloor(BaseCallbackHandler):
-    """The floor: one bare span per LangChain run, parented, no attributes, no metrics."""
-
-    run_inline = True
-
-    def __init__(self, tracer: Tracer) -> None:
-        super().__init__()
-        self._tracer = tracer
-        self._spans: dict[UUID, Span] = {}
-
-    def _start(self, run_id: UUID, parent_run_id: UUID | None) -> None:
-        parent = self._spans.get(parent_run_id) if parent_run_id is not None else None
-        context = trace.set_span_in_context(parent) if parent is not None else _EMPTY_CONTEXT
-        self._spans[run_id] = self._tracer.start_span("run", context=context)
-
-    def _end(self, run_id: UUID) -> None:
-        span = self._spans.pop(run_id, None)
-        if span is not None:
-            span.end()
-
-    def on_chain_start(
-        self,
-        serialized: Any,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(run_id, parent_run_id)
-
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(run_id, parent_run_id)
-
-    def on_llm_start(
-        self,
-        serialized: Any,
-        prompts: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(run_id, parent_run_id)
-
-    def on_tool_start(
-        self,
-        serialized: Any,
-        input_str: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(run_id, parent_run_id)
-
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end(run_id)
-
-    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end(run_id)
-
-    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end(run_id)
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end(run_id)
-
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end(run_id)
-
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end(run_id)
-
-
-def _symfonic(sdk: Sdk) -> list[BaseCallbackHandler]:
+def _symfonic(sdk: Any) -> list[BaseCallbackHandler]:
     from symfonic_otel import LangChainCallbackHandler
 
     return [
         LangChainCallbackHandler(
-            tracer_provider=sdk.tracer_provider, meter_provider=sdk.meter_provider
+            tracer_provider=sdk.tracer_provider,
+            meter_provider=sdk.meter_provider,
+            capture_content=False,
         )
     ]
 
@@ -331,7 +253,9 @@ def _openllmetry(sdk: Sdk) -> list[BaseCallbackHandler]:
 
     Passed explicitly rather than through the instrumentor's global ``CallbackManager`` patch,
     so that it is active for its own slices only; the handler is the same object either way.
+    Content capture off, like ours (its default is on; it reads the variable at every call).
     """
+    os.environ[TRACELOOP_TRACE_CONTENT] = "true" if PEER_CAPTURE["on"] else "false"
     from opentelemetry.instrumentation.langchain import __version__ as version
     from opentelemetry.instrumentation.langchain.callback_handler import TraceloopCallbackHandler
     from opentelemetry.semconv_ai import Meters
@@ -344,14 +268,17 @@ def _openllmetry(sdk: Sdk) -> list[BaseCallbackHandler]:
 
 
 def _openinference(sdk: Sdk) -> list[BaseCallbackHandler]:
-    """OpenInference's tracer, built as its instrumentor builds it (passed explicitly)."""
+    """OpenInference's tracer, built as its instrumentor builds it (passed explicitly), with
+    inputs and outputs hidden: content capture off, like ours."""
     from openinference.instrumentation import OITracer, TraceConfig
     from openinference.instrumentation.langchain import __version__ as version
     from openinference.instrumentation.langchain._tracer import OpenInferenceTracer
 
     tracer = OITracer(
         sdk.tracer_provider.get_tracer("openinference.instrumentation.langchain", version),
-        config=TraceConfig(),
+        config=TraceConfig()
+        if PEER_CAPTURE["on"]
+        else TraceConfig(hide_inputs=True, hide_outputs=True),
     )
     return [OpenInferenceTracer(tracer, False)]  # type: ignore[arg-type]
 
@@ -378,19 +305,52 @@ class Subject:
 
 BASELINE = "none (uninstrumented)"
 NOOP = "do-nothing handler"
-FLOOR = "floor: bare span per run"
+MINIMUM = "SDK minimum, same telemetry"
 OURS = "LangChainCallbackHandler"
 OPENLLMETRY = "OpenLLMetry"
 OPENINFERENCE = "OpenInference"
 
 
-def langchain_subjects() -> list[Subject]:
-    subjects = [
-        Subject(BASELINE, lambda sdk: []),
-        Subject(NOOP, lambda sdk: [DoNothingHandler()]),
-        Subject(FLOOR, lambda sdk: [BareSpanFloor(sdk.tracer_provider.get_tracer("floor"))]),
-        Subject(OURS, _symfonic),
-    ]
+def _turn(build: Callable[[BaseChatModel], Runnable[Any, Any]], payload: Any, mode: str) -> Any:
+    """One turn of a fresh runnable with the given handlers, a tap after them (discovery)."""
+    runnable = build(CyclingChatModel())
+
+    def turn(callbacks: list[BaseCallbackHandler], step: Callable[[], None]) -> None:
+        config: RunnableConfig = {"callbacks": [*callbacks, LangChainTap(step)]}
+        if mode == "invoke":
+            runnable.invoke(payload, config=config)
+        else:
+            asyncio.run(runnable.ainvoke(payload, config=config))
+
+    return turn
+
+
+def minimum_plan(build: Callable[[BaseChatModel], Runnable[Any, Any]], payload: Any) -> Plan:
+    """Our telemetry of one turn of the workload, the same under ``invoke`` and ``ainvoke``;
+    checked by replaying it on the spy: the replay makes the same telemetry."""
+    plan = discover(_symfonic, _turn(build, payload, "invoke"))
+    if discover(_symfonic, _turn(build, payload, "ainvoke")).shape() != plan.shape():
+        raise RuntimeError("invoke and ainvoke make different telemetry: no single minimum")
+
+    def replay(sdk: Any) -> list[BaseCallbackHandler]:
+        return [SdkMinimum(sdk.tracer_provider, sdk.meter_provider, plan)]
+
+    if discover(replay, _turn(build, payload, "invoke")).shape() != plan.shape():
+        raise RuntimeError("the replay does not make our telemetry")
+    return plan
+
+
+def langchain_subjects(plan: Plan | None = None) -> list[Subject]:
+    """The subjects; with ``plan`` (from ``minimum_plan``), the SDK minimum among them."""
+    subjects = [Subject(BASELINE, lambda sdk: []), Subject(NOOP, lambda sdk: [DoNothingHandler()])]
+    if plan is not None:
+        subjects.append(
+            Subject(
+                MINIMUM,
+                lambda sdk: [SdkMinimum(sdk.tracer_provider, sdk.meter_provider, plan)],
+            )
+        )
+    subjects.append(Subject(OURS, _symfonic))
     if _installed("opentelemetry.instrumentation.langchain.callback_handler"):
         subjects.append(Subject(OPENLLMETRY, _openllmetry))
     if _installed("openinference.instrumentation.langchain._tracer"):

@@ -16,6 +16,7 @@ TerminationReason = Literal["tool_calls_with_no_text", "no_content_no_tool_calls
 ContentType = Literal["str", "list", "NoneType"]
 FabricationMode = Literal["off", "observe", "revise", "refuse"]
 FabricationAction = Literal["none", "observed", "revise_forced", "refuse_replaced"]
+ToolCallPhase = Literal["announced", "executing"]
 
 __all__ = [
     "AgentEndEvent",
@@ -25,10 +26,18 @@ __all__ = [
     "FabricationDetectedEvent",
     "FabricationMode",
     "LLMEndEvent",
+    "LLMStartEvent",
+    "NodeEndEvent",
+    "NodeErrorEvent",
+    "NodeStartEvent",
     "ReactLoopEndEvent",
     "TerminationOutcome",
     "TerminationReason",
+    "TextDeltaEvent",
     "TokenUsage",
+    "ToolCallPhase",
+    "ToolCallStartEvent",
+    "ToolResultEvent",
 ]
 
 
@@ -152,3 +161,80 @@ class FabricationDetectedEvent:
     original_draft_preview: str
     replacement_preview: str | None
     preview_truncated: bool
+
+
+# --- the other Symfonic events: model-call start, graph nodes, tool calls, streamed text ----------
+
+
+@dataclass(frozen=True)
+class LLMStartEvent:
+    """A model is invoked with the conversation as the engine sees it (before tool binding)."""
+
+    model: str
+    messages: list[Any]
+    run_id: str = ""
+    system_prompt: str = ""
+    node_name: str = ""
+    turn_index: int = 0
+
+
+@dataclass(frozen=True)
+class NodeStartEvent:
+    """A graph node is about to execute."""
+
+    node_name: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class NodeEndEvent:
+    """A graph node completed."""
+
+    node_name: str
+    run_id: str
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class NodeErrorEvent:
+    """A graph node raised; ``error`` is the message (may quote user data), ``error_type`` its
+    exception type."""
+
+    node_name: str
+    run_id: str
+    error: str
+    error_type: str
+
+
+@dataclass(frozen=True)
+class ToolCallStartEvent:
+    """A tool call: ``announced`` when the model's output reveals it, ``executing`` when the
+    runtime dispatches it. The two phases use different id spaces; telemetry keeps the second."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: Any = None
+    phase: ToolCallPhase = "executing"
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    """A tool returned; ``tool_call_id`` is that of its ``executing`` start."""
+
+    tool_call_id: str
+    tool_name: str
+    result: Any = None
+    is_error: bool = False
+    run_id: str = ""
+    error_type: str | None = None
+    """The exception's type name when the tool failed, if known."""
+
+
+@dataclass(frozen=True)
+class TextDeltaEvent:
+    """An incremental text chunk of a streamed model response."""
+
+    text: str
+    run_id: str = ""
+    node_name: str = ""

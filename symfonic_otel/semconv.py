@@ -314,3 +314,8 @@ def prometheus_series_names(spec: InstrumentSpec) -> tuple[str, ...]:
     if spec.kind == "histogram":
         return (f"{base}_bucket", f"{base}_count", f"{base}_sum")
     return (base,)
+
+
+# --- graph nodes of the reference loop (NodeStart/End/Error ``node_name``) -----------------------
+# Its model calls are nodes named by call site (NODE_REACT, ...); its tool rounds are this node.
+NODE_TOOLS: Final = "tools"

@@ -95,6 +95,103 @@ class Recorder:
         return [name for name, _ in self.events]
 
 
+class FullRecorder(Recorder):
+    """``Recorder`` plus every other Symfonic event the loop emits (nodes, tools, text, LLM start).
+
+    A separate class so the tests written for the five events keep a handler without the new
+    methods: the duck typing of the dispatcher is exercised both ways.
+    """
+
+    def on_llm_start(self, event: Any) -> None:
+        self.events.append(("llm_start", event))
+
+    async def on_node_start(self, event: Any) -> None:
+        self.events.append(("node_start", event))
+
+    def on_node_end(self, event: Any) -> None:
+        self.events.append(("node_end", event))
+
+    async def on_node_error(self, event: Any) -> None:
+        self.events.append(("node_error", event))
+
+    async def on_tool_call_start(self, event: Any) -> None:
+        self.events.append(("tool_call_start", event))
+
+    def on_tool_result(self, event: Any) -> None:
+        self.events.append(("tool_result", event))
+
+    def on_text_delta(self, event: Any) -> None:
+        self.events.append(("text_delta", event))
+
+    def sequence(self, *, deltas: bool = False) -> list[str]:
+        """Event kinds with the node or tool they concern: ``node_start:react``, ``tool_result:c1``.
+
+        Text deltas are left out unless asked for (their number depends on chunking).
+        """
+        out: list[str] = []
+        for kind, event in self.events:
+            if kind == "text_delta" and not deltas:
+                continue
+            if kind.startswith("node_"):
+                out.append(f"{kind}:{event.node_name}")
+            elif kind == "tool_call_start":
+                out.append(f"{kind}:{event.phase}:{event.tool_call_id}")
+            elif kind == "tool_result":
+                out.append(f"{kind}:{event.tool_call_id}")
+            else:
+                out.append(kind)
+        return out
+
+
+def pairing_problems(events: Sequence[tuple[str, Any]]) -> list[str]:
+    """Violations of the pairing rules of a run's events, [] when they hold.
+
+    Every NodeStart is closed by exactly one NodeEnd or NodeError of the same node before the
+    next node starts (the loop's nodes do not nest); every ``executing`` ToolCallStart is
+    followed by exactly one ToolResult with its ``tool_call_id``, inside the ``tools`` node; no
+    result without a start; everything between the run's AgentStart and AgentEnd, one run id.
+    """
+    problems: list[str] = []
+    open_node: str | None = None
+    open_calls: set[str] = set()
+    closed_calls: set[str] = set()
+    kinds = [kind for kind, _ in events]
+    if not kinds or kinds[0] != "agent_start" or kinds[-1] != "agent_end":
+        problems.append(f"the run is not framed by agent_start ... agent_end: {kinds}")
+    run_ids = {getattr(event, "run_id", None) for _, event in events}
+    if len(run_ids) != 1:
+        problems.append(f"events of several runs: {run_ids}")
+    for kind, event in events:
+        if kind == "node_start":
+            if open_node is not None:
+                problems.append(f"node {event.node_name} starts inside {open_node}")
+            open_node = event.node_name
+        elif kind in ("node_end", "node_error"):
+            if open_node != event.node_name:
+                problems.append(f"{kind} of {event.node_name} closes {open_node}")
+            if open_calls:
+                problems.append(f"node {event.node_name} closed with open calls {open_calls}")
+            open_node = None
+        elif kind == "tool_call_start" and event.phase == "executing":
+            if open_node != "tools":
+                problems.append(f"call {event.tool_call_id} executes outside the tools node")
+            if event.tool_call_id in open_calls | closed_calls:
+                problems.append(f"call {event.tool_call_id} started twice")
+            open_calls.add(event.tool_call_id)
+        elif kind == "tool_result":
+            if event.tool_call_id not in open_calls:
+                problems.append(f"result {event.tool_call_id} has no open start")
+            open_calls.discard(event.tool_call_id)
+            closed_calls.add(event.tool_call_id)
+        elif kind in ("llm_start", "llm_end", "text_delta") and open_node is None:
+            problems.append(f"{kind} outside a node")
+    if open_node is not None:
+        problems.append(f"node {open_node} never closed")
+    if open_calls:
+        problems.append(f"calls never answered: {open_calls}")
+    return problems
+
+
 def unanswered_calls(messages: Sequence[BaseMessage]) -> list[str]:
     """Violations of the history invariant: every call answered exactly once, right after it."""
     problems: list[str] = []

@@ -1,8 +1,11 @@
-"""Model calls of a run and their ``LLMEndEvent``: one event per completion, however it ended.
+"""Model calls of a run and their events: each call is a node (NodeStart, LLMStart, LLMEnd,
+NodeEnd or NodeError), with one ``LLMEndEvent`` per completion however it ended.
 
-The event carries what telemetry needs and the message alone does not say: the call site
+LLMEnd carries what telemetry needs and the message alone does not say: the call site
 (``node_name``), the 0-based index of the call in the run, the provider's raw stop value, the
 exception type of a failed call, the forced tool choice, and usage with its cache details.
+Streamed calls also emit a ``TextDeltaEvent`` per text chunk and, when a chunk first reveals a
+tool call (its id and name), a ``ToolCallStartEvent`` of phase ``announced``.
 """
 
 from __future__ import annotations
@@ -17,15 +20,23 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
+    SystemMessage,
     message_chunk_to_message,
 )
 from langchain_core.runnables import Runnable
 
 from symfonic_otel.agent.dispatch import CallbackDispatcher
 from symfonic_otel.agent.flatten import flatten_content_blocks, message_text
+from symfonic_otel.agent.nodes import end_node, fail_node, start_node
 from symfonic_otel.agent.streaming import StreamTextDelta
 from symfonic_otel.agent.termination import raw_stop_reason
-from symfonic_otel.events import LLMEndEvent, TerminationOutcome
+from symfonic_otel.events import (
+    LLMEndEvent,
+    LLMStartEvent,
+    TerminationOutcome,
+    TextDeltaEvent,
+    ToolCallStartEvent,
+)
 
 if TYPE_CHECKING:
     from symfonic_otel.agent.response import AgentResponse
@@ -86,6 +97,12 @@ def _error_type(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _system_prompt(messages: list[BaseMessage]) -> str:
+    if messages and isinstance(messages[0], SystemMessage):
+        return message_text(messages[0]) or ""
+    return ""
+
+
 class ModelCalls:
     """Invokes or streams a runnable for a run and emits the call's ``LLMEndEvent``."""
 
@@ -105,6 +122,9 @@ class ModelCalls:
         index = run.model_calls
         run.model_calls += 1
         run.nodes += 1
+        dispatch = self._dispatch
+        node_started = await start_node(dispatch, run.run_id, node)
+        await self._llm_start(run, messages, node)
         timing = self._start()
         try:
             result = await runnable.ainvoke(messages)
@@ -112,11 +132,14 @@ class ModelCalls:
                 raise TypeError(f"the chat model returned {type(result).__name__}, not AIMessage")
         except Exception as exc:
             await self._end(run, None, node, index, timing, "error", forced_tool_choice, exc)
+            await fail_node(dispatch, run.run_id, node, exc)
             raise
-        except BaseException:
+        except BaseException as exc:
             await self._end(run, None, node, index, timing, "cancelled", forced_tool_choice)
+            await fail_node(dispatch, run.run_id, node, exc)
             raise
         await self._end(run, result, node, index, timing, "completed", forced_tool_choice)
+        await end_node(dispatch, run.run_id, node, node_started)
         return result
 
     async def stream(
@@ -132,8 +155,13 @@ class ModelCalls:
         index = run.model_calls
         run.model_calls += 1
         run.nodes += 1
+        dispatch = self._dispatch
+        run_id = run.run_id
+        node_started = await start_node(dispatch, run_id, node)
+        await self._llm_start(run, messages, node)
         timing = self._start()
         merged: AIMessageChunk | None = None
+        announced: set[str] | None = set() if dispatch.tool_call_start else None
         try:
             async for chunk in runnable.astream(messages):
                 if not isinstance(chunk, AIMessageChunk):
@@ -141,20 +169,62 @@ class ModelCalls:
                         f"the chat model streamed {type(chunk).__name__}, not AIMessageChunk"
                     )
                 merged = chunk if merged is None else merged + chunk
+                if announced is not None and chunk.tool_call_chunks:
+                    await self._announce(run_id, chunk, announced)
                 delta = flatten_content_blocks(chunk.content)
                 if delta:
+                    if dispatch.text_delta:
+                        await dispatch.emit(
+                            dispatch.text_delta,
+                            "on_text_delta",
+                            TextDeltaEvent(text=delta, run_id=run_id, node_name=node),
+                        )
                     yield StreamTextDelta(delta, index)
         except Exception as exc:
             await self._end(run, None, node, index, timing, "error", forced_tool_choice, exc)
+            await fail_node(dispatch, run_id, node, exc)
             raise
-        except BaseException:
+        except BaseException as exc:
             await self._end(run, None, node, index, timing, "cancelled", forced_tool_choice)
+            await fail_node(dispatch, run_id, node, exc)
             raise
         message = AIMessage(content="") if merged is None else message_chunk_to_message(merged)
         if not isinstance(message, AIMessage):  # pragma: no cover - AIMessageChunk converts so
             raise TypeError(f"cannot convert {type(message).__name__} to AIMessage")
         await self._end(run, message, node, index, timing, "completed", forced_tool_choice)
+        await end_node(dispatch, run_id, node, node_started)
         yield message
+
+    async def _announce(self, run_id: str, chunk: AIMessageChunk, announced: set[str]) -> None:
+        """A ``ToolCallStartEvent`` (``announced``) for each call this chunk first names."""
+        dispatch = self._dispatch
+        for part in chunk.tool_call_chunks:
+            call_id, name = part.get("id"), part.get("name")
+            if not call_id or not name or call_id in announced:
+                continue
+            announced.add(call_id)
+            await dispatch.emit(
+                dispatch.tool_call_start,
+                "on_tool_call_start",
+                ToolCallStartEvent(
+                    tool_call_id=call_id, tool_name=name, phase="announced", run_id=run_id
+                ),
+            )
+
+    async def _llm_start(self, run: RunState, messages: list[BaseMessage], node: str) -> None:
+        dispatch = self._dispatch
+        if dispatch.llm_start:
+            await dispatch.emit(
+                dispatch.llm_start,
+                "on_llm_start",
+                LLMStartEvent(
+                    model=self._default_model_name,
+                    messages=list(messages),  # a snapshot: the run goes on appending
+                    run_id=run.run_id,
+                    system_prompt=_system_prompt(messages),
+                    node_name=node,
+                ),
+            )
 
     def _start(self) -> tuple[str, float]:
         started_at = datetime.now(UTC).isoformat() if self._dispatch.llm_end else ""

@@ -1,7 +1,8 @@
 """Duck-typed callback dispatch.
 
-A handler is any object with some of ``on_agent_start``, ``on_agent_end``, ``on_llm_end``,
-``on_react_loop_end``, ``on_fabrication_detected``; each may be sync or async. Which methods a
+A handler is any object with some of the ``HANDLER_METHODS`` (the five events of the mission,
+``on_agent_start`` ... ``on_fabrication_detected``, and the other Symfonic events: model-call start,
+graph nodes, tool calls, streamed text); each may be sync or async. Which methods a
 handler has is looked up once, when the dispatcher is built, so an event no handler wants costs a
 truthiness test. A handler that raises is logged (once per handler and event kind) and skipped:
 observability must never break the run it observes. The log line names the handler, the event
@@ -25,6 +26,13 @@ HANDLER_METHODS: Final = (
     "on_llm_end",
     "on_react_loop_end",
     "on_fabrication_detected",
+    "on_llm_start",
+    "on_node_start",
+    "on_node_end",
+    "on_node_error",
+    "on_tool_call_start",
+    "on_tool_result",
+    "on_text_delta",
 )
 
 _logger = get_logger("symfonic_otel.agent")
@@ -41,7 +49,14 @@ class CallbackDispatcher:
         "agent_start",
         "fabrication_detected",
         "llm_end",
+        "llm_start",
+        "node_end",
+        "node_error",
+        "node_start",
         "react_loop_end",
+        "text_delta",
+        "tool_call_start",
+        "tool_result",
     )
 
     def __init__(self, handlers: Iterable[object]) -> None:
@@ -56,6 +71,13 @@ class CallbackDispatcher:
         self.llm_end: tuple[Target, ...] = tuple(found["on_llm_end"])
         self.react_loop_end: tuple[Target, ...] = tuple(found["on_react_loop_end"])
         self.fabrication_detected: tuple[Target, ...] = tuple(found["on_fabrication_detected"])
+        self.llm_start: tuple[Target, ...] = tuple(found["on_llm_start"])
+        self.node_start: tuple[Target, ...] = tuple(found["on_node_start"])
+        self.node_end: tuple[Target, ...] = tuple(found["on_node_end"])
+        self.node_error: tuple[Target, ...] = tuple(found["on_node_error"])
+        self.tool_call_start: tuple[Target, ...] = tuple(found["on_tool_call_start"])
+        self.tool_result: tuple[Target, ...] = tuple(found["on_tool_result"])
+        self.text_delta: tuple[Target, ...] = tuple(found["on_text_delta"])
         self._failed: set[tuple[int, str]] = set()
 
     async def emit(self, targets: tuple[Target, ...], kind: str, event: object) -> None:

@@ -115,13 +115,13 @@ class ReactAgent:
         ):
             raise TypeError("tool_choice_resolver must have an async resolve(state, messages)")
         self.model = model
-        self._tools = ToolRunner(tools)
+        self._dispatch = CallbackDispatcher(callbacks)
+        self._tools = ToolRunner(tools, self._dispatch)
         self.tools: tuple[BaseTool, ...] = self._tools.tools
         self._failures = FailureLog()
         self._binding = ToolBinding(model, self.tools, tool_choice_resolver, self._failures)
         self.config = config
         self.name = name
-        self._dispatch = CallbackDispatcher(callbacks)
         self._calls = ModelCalls(self._dispatch, _model_attr_name(model))
         self._model_hints = _model_hints(model)
         self._fabrication = FabricationChecker(
@@ -293,8 +293,7 @@ class ReactAgent:
                         yield StreamToolCall(
                             call.get("id") or "", call["name"], call["args"], run.model_calls - 1
                         )
-                results = await self._tools.execute(messages, message)
-                run.nodes += 1
+                results = await self._tools.run_node(run, message)
                 if streaming:
                     for result in results:
                         yield StreamToolResult(

@@ -143,10 +143,13 @@ def raw_stop_reason(message: Any) -> str | None:
 def stop_vocabulary(message: Any) -> Mapping[str, str]:
     """The table that normalises this message's stop value: by provider, else by metadata key."""
     metadata = _metadata(message)
+    return _vocabulary(metadata, _raw(metadata))
+
+
+def _vocabulary(metadata: Mapping[str, Any], found: tuple[str, str] | None) -> Mapping[str, str]:
     table = _BY_PROVIDER.get(_provider(metadata))
     if table is not None:
         return table
-    found = _raw(metadata)
     if found is not None:
         for key, by_key in _BY_KEY:
             if key == found[0]:
@@ -163,13 +166,15 @@ def normalize_stop_reason(message: Any) -> str | None:
     OpenAI refusal (text in ``additional_kwargs["refusal"]``, finish reason ``stop``) counts as
     ``refusal``.
     """
-    raw = raw_stop_reason(message)
+    metadata = _metadata(message)
+    found = _raw(metadata)  # read once: it is on every model call's path
+    raw = found[1] if found is not None else None
     extra = getattr(message, "additional_kwargs", None)
     if isinstance(extra, Mapping) and extra.get("refusal") and (raw is None or raw == "stop"):
         return REFUSAL
-    if raw is None:
+    if found is None or raw is None:
         return None
-    return stop_vocabulary(message).get(raw, raw)
+    return _vocabulary(metadata, found).get(raw, raw)
 
 
 def reported_stop_reason(stop_reason: str | None, has_tool_calls: bool) -> str:
