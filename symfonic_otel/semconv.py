@@ -313,6 +313,7 @@ def prometheus_series_names(spec: InstrumentSpec) -> tuple[str, ...]:
         return (f"{base}_bucket", f"{base}_count", f"{base}_sum")
     return (base,)
 
+
 # --- LangChain / LangGraph adapter: request, response, content, retrieval, sub-agents ----------
 
 OP_TEXT_COMPLETION: Final = "text_completion"
