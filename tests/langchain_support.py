@@ -265,12 +265,14 @@ class WireServer:
     def __init__(self, bodies: Sequence[dict[str, Any]]) -> None:
         self._bodies = list(bodies)
         self.paths: list[str] = []
+        self.traceparents: list[str | None] = []
         server = self
 
         class Reply(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 server.paths.append(self.path)
+                server.traceparents.append(self.headers.get("traceparent"))
                 body = json.dumps(server._bodies.pop(0)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

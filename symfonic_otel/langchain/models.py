@@ -195,7 +195,10 @@ class ModelCalls(Part):
         if self._core.capture_content:
             generations = getattr(response, "generations", None)
             first = generations[0] if isinstance(generations, list) and generations else []
-            text, truncated = messages.output_messages_json(first, output.stop_reason)
+            finish = output.stop_reason  # the provider's own; else semconv's, from the shape
+            if finish is None and output.shape is not None:
+                finish = "tool_call" if output.shape.tool_call_count else "stop"
+            text, truncated = messages.output_messages_json(first, finish)
             attributes[semconv.GEN_AI_OUTPUT_MESSAGES] = text
             if truncated:
                 attributes[semconv.CONTENT_TRUNCATED] = True
