@@ -262,7 +262,7 @@ class WireServer:
     their own parsing produces the ``response_metadata`` the callbacks see.
     """
 
-    def __init__(self, bodies: Sequence[dict[str, Any]]) -> None:
+    def __init__(self, bodies: Sequence[dict[str, Any] | str]) -> None:
         self._bodies = list(bodies)
         self.paths: list[str] = []
         self.traceparents: list[str | None] = []
@@ -273,7 +273,8 @@ class WireServer:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 server.paths.append(self.path)
                 server.traceparents.append(self.headers.get("traceparent"))
-                body = json.dumps(server._bodies.pop(0)).encode()
+                scripted = server._bodies.pop(0)  # raw text (NDJSON) as is, else JSON
+                body = (scripted if isinstance(scripted, str) else json.dumps(scripted)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))

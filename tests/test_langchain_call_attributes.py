@@ -6,7 +6,6 @@ loopback server; the rest through real langchain-core / LangGraph runs over scri
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -130,9 +129,7 @@ def test_priced_model_streamed_without_usage_has_unknown_cost(
 def test_conversation_id_from_thread_id_and_metadata(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
-    agent = react_agent(
-        ScriptedChatModel(["first", "second"]), [], checkpointer=InMemorySaver()
-    )
+    agent = react_agent(ScriptedChatModel(["first", "second"]), [], checkpointer=InMemorySaver())
     for _ in range(2):  # the same thread, resumed: both runs carry its id
         agent.invoke(
             {"messages": [("user", "hi")]},

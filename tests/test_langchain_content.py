@@ -67,9 +67,7 @@ def test_chat_spans_carry_messages_instructions_tools_and_tool_calls(
     run_react(lc)
     first, second = attrs(telemetry, "chat scripted-chat")
 
-    assert loads(first[semconv.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
-        {"type": "text", "content": SYSTEM}
-    ]
+    assert loads(first[semconv.GEN_AI_SYSTEM_INSTRUCTIONS]) == [{"type": "text", "content": SYSTEM}]
     assert loads(first[semconv.GEN_AI_INPUT_MESSAGES]) == [
         {"role": "user", "parts": [{"type": "text", "content": QUESTION}]}
     ]
@@ -167,7 +165,9 @@ def test_no_content_reaches_spans_unless_capture_is_on(
 ) -> None:
     lc = LangChainCallbackHandler(handler=telemetry.handler(capture_content=capture))
     run_react(lc)
-    prompt = ChatPromptTemplate.from_messages([("system", "Translate to {language}"), ("user", "{text}")])
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Translate to {language}"), ("user", "{text}")]
+    )
     (prompt | ScriptedChatModel(["bonjour"])).invoke(
         {"language": "French", "text": "hello"}, config=cfg(lc)
     )
