@@ -28,21 +28,26 @@ __all__ = [
 
 Attributes = dict[str, AttributeValue]
 
-# (attribute, metadata key, invocation-param keys): first usable value wins.
-_FLOAT_PARAMS: Final[tuple[tuple[str, str | None, tuple[str, ...]], ...]] = (
-    (semconv.GEN_AI_REQUEST_TEMPERATURE, "ls_temperature", ("temperature",)),
-    (semconv.GEN_AI_REQUEST_TOP_P, None, ("top_p", "topP")),
-    (semconv.GEN_AI_REQUEST_TOP_K, None, ("top_k", "topK")),
-    (semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY, None, ("frequency_penalty",)),
-    (semconv.GEN_AI_REQUEST_PRESENCE_PENALTY, None, ("presence_penalty",)),
-)
-_INT_PARAMS: Final[tuple[tuple[str, str | None, tuple[str, ...]], ...]] = (
-    (
-        semconv.GEN_AI_REQUEST_MAX_TOKENS,
-        "ls_max_tokens",
-        ("max_tokens", "max_completion_tokens", "max_output_tokens", "num_predict"),
-    ),
-    (semconv.GEN_AI_REQUEST_SEED, None, ("seed", "random_seed")),
+# Invocation-param key -> (attribute, is an integer). Provider spellings of one parameter map to
+# the same attribute; the model's ``ls_*`` metadata, where set, wins over all of them.
+_PARAMS: Final[dict[str, tuple[str, bool]]] = {
+    "temperature": (semconv.GEN_AI_REQUEST_TEMPERATURE, False),
+    "top_p": (semconv.GEN_AI_REQUEST_TOP_P, False),
+    "topP": (semconv.GEN_AI_REQUEST_TOP_P, False),
+    "top_k": (semconv.GEN_AI_REQUEST_TOP_K, False),
+    "topK": (semconv.GEN_AI_REQUEST_TOP_K, False),
+    "frequency_penalty": (semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY, False),
+    "presence_penalty": (semconv.GEN_AI_REQUEST_PRESENCE_PENALTY, False),
+    "max_tokens": (semconv.GEN_AI_REQUEST_MAX_TOKENS, True),
+    "max_completion_tokens": (semconv.GEN_AI_REQUEST_MAX_TOKENS, True),
+    "max_output_tokens": (semconv.GEN_AI_REQUEST_MAX_TOKENS, True),
+    "num_predict": (semconv.GEN_AI_REQUEST_MAX_TOKENS, True),
+    "seed": (semconv.GEN_AI_REQUEST_SEED, True),
+    "random_seed": (semconv.GEN_AI_REQUEST_SEED, True),
+}
+_METADATA: Final = (
+    ("ls_temperature", semconv.GEN_AI_REQUEST_TEMPERATURE, False),
+    ("ls_max_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, True),
 )
 _STOP_KEYS: Final = ("stop", "stop_sequences")
 _MAX_STOP_SEQUENCES: Final = 16
@@ -81,24 +86,24 @@ def _stop_sequences(raw: object) -> tuple[str, ...] | None:
 def request_attributes(
     metadata: Mapping[str, Any], params: Mapping[str, Any], options: Mapping[str, Any]
 ) -> Attributes:
-    """``gen_ai.request.*`` of a model call: what the caller asked for, when it said."""
+    """``gen_ai.request.*`` of a model call: what the caller asked for, when it said.
+
+    One pass over the (small) invocation params, then the ``ls_*`` metadata on top.
+    """
     attributes: Attributes = {}
-    for key, meta_key, param_keys in _FLOAT_PARAMS:
-        found = _number(metadata.get(meta_key)) if meta_key else None
-        for param in param_keys:
-            if found is not None:
-                break
-            found = _number(params.get(param))
+    for key, raw in params.items():
+        known = _PARAMS.get(key)
+        if known is None or raw is None:
+            continue
+        attribute, integer = known
+        found = _integer(raw) if integer else _number(raw)
+        if found is not None and attribute not in attributes:
+            attributes[attribute] = found
+    for key, attribute, integer in _METADATA:
+        raw = metadata.get(key)
+        found = (_integer(raw) if integer else _number(raw)) if raw is not None else None
         if found is not None:
-            attributes[key] = found
-    for key, meta_key, param_keys in _INT_PARAMS:
-        count = _integer(metadata.get(meta_key)) if meta_key else None
-        for param in param_keys:
-            if count is not None:
-                break
-            count = _integer(params.get(param))
-        if count is not None:
-            attributes[key] = count
+            attributes[attribute] = found
     stops = _stop_sequences(options.get("stop"))
     for key in _STOP_KEYS:
         if stops is not None:

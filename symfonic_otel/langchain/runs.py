@@ -17,6 +17,7 @@ calls and spans by count. One lock guards it; it is never held while calling int
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Final, Literal
 
@@ -98,7 +99,8 @@ class RunTree:
             sub = AgentRun(
                 key=key,
                 run_id=str(key),
-                started_monotonic=start.started_monotonic,
+                started_monotonic=time.monotonic()
+                - max(time.time_ns() - start.started_ns, 0) / 1e9,
                 parent=owner,
             )
             owner.members.discard(key)

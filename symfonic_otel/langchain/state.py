@@ -19,7 +19,6 @@ class ChainStart:
     """A chain inside a graph that may turn out to be a sub-graph (a sub-agent run)."""
 
     started_ns: int
-    started_monotonic: float
     name: str | None
     inputs: object = None  # kept only with content capture on, for the sub-agent's input
 

@@ -248,8 +248,7 @@ class Translator(Part):
         if not node and metadata.get("ls_integration") == _GRAPH_INTEGRATION:
             start = ChainStart(
                 time.time_ns(),
-                time.monotonic(),
-                self._read("run_name", lambda n: agent_name(n, None), name, None),
+                agent_name(name, None),
                 inputs if self._core.capture_content else None,
             )
         agent = self._tree.adopt(key, parent, start)
