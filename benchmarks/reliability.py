@@ -102,7 +102,10 @@ def latency(rounds: int, batch: int) -> None:
             result = LatencyResult(list(spies))
             asyncio.run(
                 measure_latency(
-                    spies, rounds=rounds, batch=batch, model_latency_s=MODEL_LATENCY_S,
+                    spies,
+                    rounds=rounds,
+                    batch=batch,
+                    model_latency_s=MODEL_LATENCY_S,
                     result=result,
                 )
             )
@@ -113,15 +116,18 @@ def latency(rounds: int, batch: int) -> None:
                     f"  {protocol:<13} collector {kind:<8} latency ratio "
                     f"{result.ratio(kind, 'none'):.3f}x"
                 )
-            print(f"  {protocol:<13} runs completed {completed}, exceptions from the handler "
-                  f"{raised}")
+            print(
+                f"  {protocol:<13} runs completed {completed}, exceptions from the handler {raised}"
+            )
             for telemetry in telemetries.values():
                 telemetry.shutdown(timeout_millis=SHUTDOWN_TIMEOUT_MS)
 
 
 def sustained_load(runs: int) -> None:
-    print(f"\n## Sustained load: {runs:,} runs through the handler, batch span processor, "
-          "gRPC collector hanging")
+    print(
+        f"\n## Sustained load: {runs:,} runs through the handler, batch span processor, "
+        "gRPC collector hanging"
+    )
     with dead_collector("hanging") as endpoint, capture_logs() as logs:
         telemetry = otlp_telemetry(
             endpoint,
@@ -153,26 +159,39 @@ def sustained_load(runs: int) -> None:
     failures = [e["kind"] for e in logs if e["event"] == "symfonic_otel.internal_failure"]
     queue_full = failures.count("span_queue_full")
     kept = total_spans - dropped
-    print(f"  RSS growth over {done:,} runs (after {WARM_UP_RUNS:,} warm-up runs): "
-          f"{readings[-1]:+.1f} MB; at each {step:,}-run checkpoint: "
-          + ", ".join(f"{r:+.1f}" for r in readings) + " MB")
-    print(f"  after the first checkpoint: {readings[-1] - readings[0]:+.1f} MB over the last "
-          f"{done - step:,} runs ({(readings[-1] - readings[0]) * 1024 * 1024 / (done - step):.0f} "
-          "bytes a run)")
-    print(f"  retained afterwards: handler.open_runs={open_runs}, OpenRun objects={run_records}, "
-          f"spans held={spans_held} (bound: queue {QUEUE_SIZE} + batches in the exporter)")
-    print(f"  spans created {total_spans:,}; dropped and counted {dropped:,} "
-          f"({dropped / total_spans:.1%}); kept {kept:,} = queue {QUEUE_SIZE:,} + "
-          f"{(kept - QUEUE_SIZE) / BATCH_SIZE:.1f} x batch {BATCH_SIZE} handed to the exporter")
-    print(f"  logged at shutdown: dropped_spans={summary['dropped_spans']:,} "
-          f"(level {summary['log_level']}; matches telemetry.dropped_spans: "
-          f"{summary['dropped_spans'] == dropped}); queue-full warnings logged: "
-          f"{queue_full} (other internal failures: {len(failures) - queue_full})")
+    print(
+        f"  RSS growth over {done:,} runs (after {WARM_UP_RUNS:,} warm-up runs): "
+        f"{readings[-1]:+.1f} MB; at each {step:,}-run checkpoint: "
+        + ", ".join(f"{r:+.1f}" for r in readings)
+        + " MB"
+    )
+    print(
+        f"  after the first checkpoint: {readings[-1] - readings[0]:+.1f} MB over the last "
+        f"{done - step:,} runs ({(readings[-1] - readings[0]) * 1024 * 1024 / (done - step):.0f} "
+        "bytes a run)"
+    )
+    print(
+        f"  retained afterwards: handler.open_runs={open_runs}, OpenRun objects={run_records}, "
+        f"spans held={spans_held} (bound: queue {QUEUE_SIZE} + batches in the exporter)"
+    )
+    print(
+        f"  spans created {total_spans:,}; dropped and counted {dropped:,} "
+        f"({dropped / total_spans:.1%}); kept {kept:,} = queue {QUEUE_SIZE:,} + "
+        f"{(kept - QUEUE_SIZE) / BATCH_SIZE:.1f} x batch {BATCH_SIZE} handed to the exporter"
+    )
+    print(
+        f"  logged at shutdown: dropped_spans={summary['dropped_spans']:,} "
+        f"(level {summary['log_level']}; matches telemetry.dropped_spans: "
+        f"{summary['dropped_spans'] == dropped}); queue-full warnings logged: "
+        f"{queue_full} (other internal failures: {len(failures) - queue_full})"
+    )
 
 
 def bounded_lifecycle() -> None:
-    print(f"\n## force_flush({FLUSH_TIMEOUT_MS}) / shutdown({SHUTDOWN_TIMEOUT_MS}) with "
-          "5,000 runs queued; elapsed / timeout")
+    print(
+        f"\n## force_flush({FLUSH_TIMEOUT_MS}) / shutdown({SHUTDOWN_TIMEOUT_MS}) with "
+        "5,000 runs queued; elapsed / timeout"
+    )
     for protocol in PROTOCOLS:
         for kind in COLLECTORS:
             with dead_collector(kind) as endpoint:
@@ -186,9 +205,11 @@ def bounded_lifecycle() -> None:
                 started = time.monotonic()
                 clean = telemetry.shutdown(timeout_millis=SHUTDOWN_TIMEOUT_MS)
                 shutdown_s = time.monotonic() - started
-            print(f"  {protocol:<13} {kind:<8} flush {flush_s * 1000 / FLUSH_TIMEOUT_MS:.2f}x "
-                  f"(returned {flushed}), shutdown {shutdown_s * 1000 / SHUTDOWN_TIMEOUT_MS:.2f}x "
-                  f"(returned {clean})")
+            print(
+                f"  {protocol:<13} {kind:<8} flush {flush_s * 1000 / FLUSH_TIMEOUT_MS:.2f}x "
+                f"(returned {flushed}), shutdown {shutdown_s * 1000 / SHUTDOWN_TIMEOUT_MS:.2f}x "
+                f"(returned {clean})"
+            )
 
 
 def _drop_log_line(logger: object, method: str, event: MutableMapping[str, Any]) -> NoReturn:

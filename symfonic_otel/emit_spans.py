@@ -34,6 +34,9 @@ class CallContext:
     recovered: bool | None  # None unless a synthesis call
     span_name: str
     parent: Context
+    attributes: Mapping[str, Any] | None = None  # the adapter's own, added as given
+    time_to_first_chunk_s: float | None = None
+    operation_name: str | None = None  # replaces ``chat``
 
 
 class SpanEmitter:
@@ -130,8 +133,18 @@ class SpanEmitter:
             _capture(attributes, semconv.GEN_AI_OUTPUT_MESSAGES, "assistant", call.output)
         if call.error_type is not None:
             attributes[semconv.ERROR_TYPE] = call.error_type
+        span_name = where.span_name
+        if where.operation_name:
+            attributes[semconv.GEN_AI_OPERATION_NAME] = where.operation_name
+            span_name = (
+                f"{where.operation_name} {call.model}" if call.model else where.operation_name
+            )
+        if where.time_to_first_chunk_s is not None:
+            attributes["gen_ai.response.time_to_first_chunk"] = where.time_to_first_chunk_s
+        if where.attributes:
+            attributes.update(where.attributes)
         span = self._tracer.start_span(
-            where.span_name,
+            span_name,
             context=where.parent,
             kind=SpanKind.CLIENT,
             attributes=attributes,
@@ -165,6 +178,18 @@ class SpanEmitter:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
             start_time=start_time_ns,
+        )
+
+    def start_call(
+        self,
+        name: str,
+        kind: SpanKind,
+        attributes: Mapping[str, Any],
+        parent: Context,
+        start_time_ns: int | None,
+    ) -> Span:
+        return self._tracer.start_span(
+            name, context=parent, kind=kind, attributes=attributes, start_time=start_time_ns
         )
 
     @staticmethod

@@ -18,7 +18,8 @@ from typing import Any, Final
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import __version__, lifecycle, semconv
 from symfonic_otel import extract as ex
@@ -124,13 +125,17 @@ class OTelCallbackHandler:
         tenant_id: str | None = None,
         parent: Context | None = None,
         start_time_ns: int | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         """Open the run span as a child of ``parent`` (default: the current context).
 
         ``tenant_id`` is the tenant the adapter was given for this run (LangChain metadata): it
-        ranks below ``tenant_scope`` and above baggage and the handler default.
+        ranks below ``tenant_scope`` and above baggage and the handler default. ``attributes``
+        are added to the run span as given (the caller gates content on ``capture_content``).
         """
-        self._guard("agent_start", self._agent_start, event, tenant_id, parent, start_time_ns)
+        self._guard(
+            "agent_start", self._agent_start, event, tenant_id, parent, start_time_ns, attributes
+        )
 
     def agent_end(
         self,
@@ -139,10 +144,13 @@ class OTelCallbackHandler:
         error_type: str | None = None,
         end_time_ns: int | None = None,
         answered: bool | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         """Close the run. ``answered`` is the caller's verdict on a completed run's answer
         (True: a non-blank answer, False: known blank); None derives it from the event."""
-        self._guard("agent_end", self._agent_end, event, error_type, end_time_ns, answered)
+        self._guard(
+            "agent_end", self._agent_end, event, error_type, end_time_ns, answered, attributes
+        )
 
     def llm_end(
         self,
@@ -154,13 +162,28 @@ class OTelCallbackHandler:
         error_type: str | None = None,
         parent: Context | None = None,
         tenant_id: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        time_to_first_chunk_s: float | None = None,
+        operation_name: str | None = None,
     ) -> None:
-        """Record one model call; ``parent`` / ``tenant_id`` apply when it belongs to no run."""
+        """Record one model call; ``tenant_id`` applies when it belongs to no run, ``parent``
+        places its span (default: under its run). ``attributes`` are added to the span as given;
+        ``operation_name`` replaces ``chat`` (``text_completion``, ``embeddings``)."""
         self._guard(
             "llm_end",
             self._llm_end,
             event,
-            _Hints(provider, start_time_ns, end_time_ns, error_type, parent, tenant_id),
+            _Hints(
+                provider,
+                start_time_ns,
+                end_time_ns,
+                error_type,
+                parent,
+                tenant_id,
+                attributes,
+                time_to_first_chunk_s,
+                operation_name,
+            ),
         )
 
     def react_loop_end(self, event: Any) -> None:
@@ -178,8 +201,9 @@ class OTelCallbackHandler:
         start_time_ns: int | None = None,
         parent: Context | None = None,
         tenant_id: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> Span | None:
-        """Start an ``execute_tool {name}`` span under the run.
+        """Start an ``execute_tool {name}`` span under the run (under ``parent`` when given).
 
         With no known run: a standalone tool span under ``parent`` when given, else None.
         """
@@ -194,24 +218,34 @@ class OTelCallbackHandler:
                 clean_text(str(call_id)[: MAX_ID_BYTES * 4], MAX_ID_BYTES) if call_id else None
             )
             start, _ = ex.explicit_time(start_time_ns)
-            return self._spans.start_tool(
+            span = self._spans.start_tool(
                 name,
                 tool_call,
                 tenant,
                 run.run_id if run is not None else None,
-                run.context if run is not None else parent,
+                parent if parent is not None or run is None else run.context,
                 start,
             )
+            if attributes:
+                span.set_attributes(attributes)
+            return span
         except Exception as exc:
             self._failures.report("start_tool", exc)
             return None
 
     def end_tool(
-        self, span: Span | None, *, error_type: str | None = None, end_time_ns: int | None = None
+        self,
+        span: Span | None,
+        *,
+        error_type: str | None = None,
+        end_time_ns: int | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         if span is None:
             return
         try:
+            if attributes:
+                span.set_attributes(attributes)
             error = ex.error_type(error_type, None)
             if error:
                 span.set_attribute(semconv.ERROR_TYPE, error)
@@ -219,6 +253,56 @@ class OTelCallbackHandler:
             span.end(end_time=self._end_time(span, end_time_ns))
         except Exception as exc:
             self._failures.report("end_tool", exc)
+
+    def start_call(
+        self,
+        operation_name: str,
+        span_name: str,
+        *,
+        run_id: str | None = None,
+        parent: Context | None = None,
+        tenant_id: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        start_time_ns: int | None = None,
+    ) -> Span | None:
+        """Start a span of any other operation (retrieval, a graph node, ...) under the run.
+
+        With no known run: under ``parent`` when given, else a root span.
+        """
+        try:
+            key = _key(run_id)
+            run = self._runs.get(key) if key else None
+            tenant = run.tenant if run is not None else self._tenant(tenant_id)
+            span_attributes: dict[str, AttributeValue] = {
+                semconv.GEN_AI_OPERATION_NAME: operation_name,
+                semconv.TENANT_ID: tenant,
+            }
+            if run is not None:
+                span_attributes[semconv.RUN_ID] = run.run_id
+            if attributes:
+                span_attributes.update(attributes)
+            where = parent if parent is not None else run.context if run is not None else None
+            start, _ = ex.explicit_time(start_time_ns)
+            return self._spans.start_call(
+                clean_text(str(span_name)[: MAX_NAME_BYTES * 4], MAX_NAME_BYTES),
+                _CLIENT_OPERATIONS.get(operation_name, SpanKind.INTERNAL),
+                span_attributes,
+                where if where is not None else _EMPTY_CONTEXT,
+                start,
+            )
+        except Exception as exc:
+            self._failures.report("start_call", exc)
+            return None
+
+    def end_call(
+        self,
+        span: Span | None,
+        *,
+        error_type: str | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        end_time_ns: int | None = None,
+    ) -> None:
+        self.end_tool(span, error_type=error_type, end_time_ns=end_time_ns, attributes=attributes)
 
     def run_context(self, run_id: str) -> Context | None:
         """A context holding the run span, to parent spans of your own under the run."""
@@ -290,7 +374,12 @@ class OTelCallbackHandler:
         return end
 
     def _agent_start(
-        self, event: Any, tenant_id: str | None, parent: Context | None, start_time_ns: int | None
+        self,
+        event: Any,
+        tenant_id: str | None,
+        parent: Context | None,
+        start_time_ns: int | None,
+        attributes: Mapping[str, AttributeValue] | None,
     ) -> None:
         run_id = ex.run_id(event)
         if not run_id:
@@ -303,6 +392,8 @@ class OTelCallbackHandler:
         start, bad_time = ex.explicit_time(start_time_ns)
         query = ex.text(event, "query") if self._spans.capture_content else ""
         span = self._spans.start_run(run_id, tenant, query, parent, start)
+        if attributes:
+            span.set_attributes(attributes)
         run = OpenRun(
             run_id=run_id,
             span=span,
@@ -322,7 +413,12 @@ class OTelCallbackHandler:
             self._drop("agent_start", "malformed")
 
     def _agent_end(
-        self, event: Any, error_type: str | None, end_time_ns: int | None, answered: object
+        self,
+        event: Any,
+        error_type: str | None,
+        end_time_ns: int | None,
+        answered: object,
+        attributes: Mapping[str, AttributeValue] | None,
     ) -> None:
         run_id = ex.run_id(event)
         run = self._runs.pop(run_id) if run_id else None
@@ -331,6 +427,8 @@ class OTelCallbackHandler:
             self._drop("agent_end", reason if run_id else "malformed")
             return
         end = ex.run_end(event, answered, run.termination_reason is not None, self._max_run_ms)
+        if attributes:
+            run.span.set_attributes(attributes)
         self._spans.end_run(
             run.span,
             end.outcome,
@@ -383,7 +481,7 @@ class OTelCallbackHandler:
         )
         if run is not None:
             run.count_call(call.node, call.iteration)
-            parent = run.context
+            parent = hints.parent if hints.parent is not None else run.context
         else:  # a call of no known run: the adapter's parent, else a root span (never ambient)
             parent = hints.parent if hints.parent is not None else _EMPTY_CONTEXT
         self._spans.model_call(
@@ -397,6 +495,9 @@ class OTelCallbackHandler:
                 recovered,
                 info.span_name,
                 parent,
+                hints.attributes,
+                hints.time_to_first_chunk_s,
+                hints.operation_name,
             ),
         )
         if run is None and call.run_id:  # no run id at all is a standalone call, not a loss
@@ -454,6 +555,18 @@ class _Hints:
     error_type: str | None
     parent: Context | None
     tenant_id: str | None
+    attributes: Mapping[str, AttributeValue] | None = None
+    time_to_first_chunk_s: float | None = None
+    operation_name: str | None = None
+
+
+# Operations that call out of the process: their spans are CLIENT spans.
+_CLIENT_OPERATIONS: Final = {
+    semconv.OP_CHAT: SpanKind.CLIENT,
+    "text_completion": SpanKind.CLIENT,
+    "embeddings": SpanKind.CLIENT,
+    "retrieval": SpanKind.CLIENT,
+}
 
 
 def _key(run_id: object) -> str:

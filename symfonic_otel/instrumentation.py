@@ -9,15 +9,26 @@ added as *inheritable* so child runs see it too, and it is not added when the ma
 carries a ``LangChainCallbackHandler`` (one the user passed in ``callbacks`` by hand, or ours
 inherited from the parent), so nothing is recorded twice.
 
-It also wraps the body of LangChain's function tools (``StructuredTool`` / ``Tool`` ``_run`` and
-``_arun``): the wrapper attaches the tool's ``execute_tool`` span as current and detaches it in
-the same frame, so spans of HTTP or database clients called by the tool nest under it. That is
-the one place where attach and detach are both ours; the callbacks never attach.
+Under the instrumentor the bodies of runs execute with our span current, so spans the
+application or its HTTP clients make inside (and the ``traceparent`` they send) join the trace:
+
+- LangChain and LangGraph run every step of a run (a sequence step, a graph node's function, a
+  tool's body, a model called from there) in a private copy of the context, set up by their
+  ``_set_config_context``; the instrumentor wraps it and, in that copy, makes current the span of
+  the run the step belongs to (``LangChainCallbackHandler.span_context``: a tool's or a node's
+  span, else its agent run's). The copy is discarded when the step ends, so nothing is detached
+  and nothing leaks into the caller; it is how LangSmith propagates its own run tree.
+- ``VectorStoreRetriever`` bodies run with their ``retrieval`` span current (attached and
+  detached in the wrapper's frame), so the embeddings call of a search nests under it.
+- ``Embeddings`` methods (which have no callbacks) are recorded as ``embeddings`` spans.
+
+The callback handler alone (passed in ``callbacks``) never makes a span current.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from importlib import import_module
 from typing import Any, Final
 
 from opentelemetry import context
@@ -29,17 +40,21 @@ from wrapt import wrap_function_wrapper
 
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain import LangChainCallbackHandler
+from symfonic_otel.langchain.embeddings import EmbeddingsWrapper
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["SymfonicLangChainInstrumentor"]
 
 _MANAGER: Final = ("langchain_core.callbacks.base", "BaseCallbackManager", "__init__")
-# (module, class, method, is_async): the bodies of LangChain's function tools.
-_TOOL_BODIES: Final = (
-    ("langchain_core.tools.structured", "StructuredTool", "_run", False),
-    ("langchain_core.tools.structured", "StructuredTool", "_arun", True),
-    ("langchain_core.tools.simple", "Tool", "_run", False),
-    ("langchain_core.tools.simple", "Tool", "_arun", True),
+# Where LangChain and LangGraph set up the private context of each step of a run.
+_CONFIG_CONTEXTS: Final = (
+    ("langchain_core.runnables.config", "_set_config_context"),
+    ("langgraph._internal._runnable", "_set_config_context"),
+)
+# (module, class, method, is_async): retriever bodies, which run outside any step context.
+_RETRIEVER_BODIES: Final = (
+    ("langchain_core.vectorstores.base", "VectorStoreRetriever", "_get_relevant_documents", False),
+    ("langchain_core.vectorstores.base", "VectorStoreRetriever", "_aget_relevant_documents", True),
 )
 _INSTRUMENTS: Final = ("langchain-core >= 0.3",)
 # ``instrument()`` options passed on to ``OTelCallbackHandler``; anything else a distro passes
@@ -82,11 +97,43 @@ class _AddHandler:
             self._failures.report("langchain.instrument_manager", exc)
 
 
-class _ToolBodyInContext:
-    """wrapt wrapper for a tool's ``_run`` / ``_arun``: its span is current during the body.
+class _StepInSpan:
+    """wrapt wrapper for ``_set_config_context``: the step runs under its run's span.
 
-    Attach and detach happen in this one frame (for ``_arun``, in one coroutine), so they always
-    pair up, whatever the body raises and whichever task or thread runs it.
+    Called inside the private context copy the step will run in (``ctx.run(...)``), so the
+    attach below only ever affects that copy, which is discarded with the step.
+    """
+
+    def __init__(self, handler: LangChainCallbackHandler, failures: FailureLog) -> None:
+        self._handler = handler
+        self._failures = failures
+
+    def __call__(
+        self,
+        wrapped: Callable[..., Any],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        result = wrapped(*args, **kwargs)
+        try:
+            config = args[0] if args else kwargs.get("config")
+            callbacks = config.get("callbacks") if isinstance(config, Mapping) else None
+            run_id = getattr(callbacks, "parent_run_id", None)
+            if run_id is not None and self._handler in getattr(callbacks, "handlers", ()):
+                ctx = self._handler.span_context(run_id)
+                if ctx is not None:
+                    context.attach(ctx)
+        except Exception as exc:  # a config we cannot read must not break the step
+            self._failures.report("langchain.step_context", exc)
+        return result
+
+
+class _BodyInContext:
+    """wrapt wrapper for a retriever's body: its span is current while the body runs.
+
+    Attach and detach happen in this one frame (for the async body, in one coroutine), so they
+    always pair up, whatever the body raises and whichever task or thread runs it.
     """
 
     def __init__(self, handler: LangChainCallbackHandler, is_async: bool) -> None:
@@ -95,7 +142,7 @@ class _ToolBodyInContext:
 
     def _context(self, kwargs: dict[str, Any]) -> context.Context | None:
         run_id = getattr(kwargs.get("run_manager"), "run_id", None)
-        return None if run_id is None else self._handler.tool_context(run_id)
+        return None if run_id is None else self._handler.span_context(run_id)
 
     def __call__(
         self,
@@ -134,11 +181,14 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     ``instrument(tracer_provider=..., meter_provider=...)`` (both default to the global
     providers); ``handler=`` shares an existing ``OTelCallbackHandler`` instead, and the
-    ``OTelCallbackHandler`` options (``agent_name``, ``tenant_id``, ...) are passed on.
+    ``OTelCallbackHandler`` options (``agent_name``, ``tenant_id``, ...) are passed on, as is
+    ``node_spans=True`` (a span per LangGraph node).
     ``uninstrument()`` restores LangChain: runs started afterwards are not recorded.
     """
 
     _handler: LangChainCallbackHandler | None = None
+    _steps: tuple[tuple[str, str], ...] = ()
+    _embeddings: EmbeddingsWrapper | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _INSTRUMENTS
@@ -150,22 +200,42 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _instrument(self, **kwargs: Any) -> None:
         core = kwargs.get("handler")
+        node_spans = kwargs.get("node_spans") is True
         if isinstance(core, OTelCallbackHandler):
-            handler = LangChainCallbackHandler(handler=core)
+            handler = LangChainCallbackHandler(handler=core, node_spans=node_spans)
         else:
             options = {key: kwargs[key] for key in _HANDLER_OPTIONS if key in kwargs}
             handler = LangChainCallbackHandler(
                 tracer_provider=kwargs.get("tracer_provider"),
                 meter_provider=kwargs.get("meter_provider"),
+                node_spans=node_spans,
                 **options,
             )
         self._handler = handler
+        failures = FailureLog()
         module, cls, method = _MANAGER
-        wrap_function_wrapper(module, f"{cls}.{method}", _AddHandler(handler, FailureLog()))
-        for module, cls, method, is_async in _TOOL_BODIES:
-            wrap_function_wrapper(module, f"{cls}.{method}", _ToolBodyInContext(handler, is_async))
+        wrap_function_wrapper(module, f"{cls}.{method}", _AddHandler(handler, failures))
+        steps: list[tuple[str, str]] = []
+        for module, function in _CONFIG_CONTEXTS:
+            try:  # LangGraph is optional, and its private layout may change
+                import_module(module)
+                wrap_function_wrapper(module, function, _StepInSpan(handler, failures))
+            except Exception:
+                continue
+            steps.append((module, function))
+        self._steps = tuple(steps)
+        for module, cls, method, is_async in _RETRIEVER_BODIES:
+            wrap_function_wrapper(module, f"{cls}.{method}", _BodyInContext(handler, is_async))
+        self._embeddings = EmbeddingsWrapper(handler.handler, failures)
+        self._embeddings.install()
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for module, cls, method, *_ in (_MANAGER, *_TOOL_BODIES):
+        for module, cls, method, *_ in (_MANAGER, *_RETRIEVER_BODIES):
             unwrap(f"{module}.{cls}", method)
+        for module, function in self._steps:
+            unwrap(import_module(module), function)
+        self._steps = ()
+        if self._embeddings is not None:
+            self._embeddings.uninstall()
+            self._embeddings = None
         self._handler = None

@@ -319,3 +319,43 @@ def prometheus_series_names(spec: InstrumentSpec) -> tuple[str, ...]:
 # --- graph nodes of the reference loop (NodeStart/End/Error ``node_name``) -----------------------
 # Its model calls are nodes named by call site (NODE_REACT, ...); its tool rounds are this node.
 NODE_TOOLS: Final = "tools"
+
+
+# --- LangChain / LangGraph adapter: request, response, content, retrieval, sub-agents ----------
+
+OP_TEXT_COMPLETION: Final = "text_completion"
+OP_EMBEDDINGS: Final = "embeddings"
+OP_RETRIEVAL: Final = "retrieval"
+# A LangGraph node span (optional): semconv names no operation for a graph step.
+OP_INVOKE_NODE: Final = "invoke_node"
+
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+GEN_AI_REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+GEN_AI_REQUEST_FREQUENCY_PENALTY: Final = "gen_ai.request.frequency_penalty"
+GEN_AI_REQUEST_PRESENCE_PENALTY: Final = "gen_ai.request.presence_penalty"
+GEN_AI_REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
+GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
+GEN_AI_REQUEST_CHOICE_COUNT: Final = "gen_ai.request.choice.count"
+GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
+GEN_AI_EMBEDDINGS_DIMENSION_COUNT: Final = "gen_ai.embeddings.dimension.count"
+# Content attributes (capture on only), GenAI semconv JSON.
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
+GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+# Always set: how many documents a retrieval returned, texts an embeddings call embedded.
+RETRIEVAL_DOCUMENT_COUNT: Final = "symfonic.retrieval.document_count"
+EMBEDDINGS_INPUT_COUNT: Final = "symfonic.embeddings.input_count"
+# The run a sub-agent (a graph invoked inside a graph) was invoked from.
+RUN_PARENT_ID: Final = "symfonic.run.parent_id"
+# ``error.type`` of a tool that reported its own failure (``ToolMessage(status="error")``).
+TOOL_ERROR_TYPE: Final = "tool_error"

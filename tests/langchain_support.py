@@ -262,16 +262,19 @@ class WireServer:
     their own parsing produces the ``response_metadata`` the callbacks see.
     """
 
-    def __init__(self, bodies: Sequence[dict[str, Any]]) -> None:
+    def __init__(self, bodies: Sequence[dict[str, Any] | str]) -> None:
         self._bodies = list(bodies)
         self.paths: list[str] = []
+        self.traceparents: list[str | None] = []
         server = self
 
         class Reply(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 server.paths.append(self.path)
-                body = json.dumps(server._bodies.pop(0)).encode()
+                server.traceparents.append(self.headers.get("traceparent"))
+                scripted = server._bodies.pop(0)  # raw text (NDJSON) as is, else JSON
+                body = (scripted if isinstance(scripted, str) else json.dumps(scripted)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))

@@ -33,8 +33,10 @@ from symfonic_otel.testing.scripted import ScriptedChatModel
 
 
 def test_repair_drops_orphan_and_duplicate_results_and_backfills_missing() -> None:
-    ai = AIMessage(content="", tool_calls=[call("add", {"a": 1, "b": 2}, "a1"),
-                                            call("lookup", {"key": "k"}, "a2")])
+    ai = AIMessage(
+        content="",
+        tool_calls=[call("add", {"a": 1, "b": 2}, "a1"), call("lookup", {"key": "k"}, "a2")],
+    )
     history: list[BaseMessage] = [
         HumanMessage(content="q"),
         ToolMessage(content="orphan", tool_call_id="zz"),
@@ -60,7 +62,9 @@ def test_repair_drops_orphan_and_duplicate_results_and_backfills_missing() -> No
 def test_repair_orders_results_by_call_order_and_keeps_valid_history_untouched() -> None:
     ai = AIMessage(content="", tool_calls=[call("add", {}, "x"), call("add", {}, "y")])
     history: list[BaseMessage] = [
-        ai, ToolMessage(content="Y", tool_call_id="y"), ToolMessage(content="X", tool_call_id="x")
+        ai,
+        ToolMessage(content="Y", tool_call_id="y"),
+        ToolMessage(content="X", tool_call_id="x"),
     ]
     assert repair_history(history) is True
     assert [m.content for m in history[1:]] == ["X", "Y"]
@@ -78,7 +82,10 @@ async def test_caller_history_is_repaired_before_the_first_model_call() -> None:
 
     seen = model.calls[0].messages
     assert [type(m).__name__ for m in seen] == [
-        "HumanMessage", "AIMessage", "ToolMessage", "HumanMessage"
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "HumanMessage",
     ]
     assert seen[2].content == MISSING_RESULT
     assert response.final_response == "ok"
@@ -90,8 +97,10 @@ async def test_caller_history_is_repaired_before_the_first_model_call() -> None:
 
 async def test_tool_exception_becomes_an_error_result_the_model_reads() -> None:
     model = ScriptedChatModel(
-        [turn("", call("explode", {"reason": "it"}), finish="tool_calls"),
-         turn("The tool failed.", finish="stop")]
+        [
+            turn("", call("explode", {"reason": "it"}), finish="tool_calls"),
+            turn("The tool failed.", finish="stop"),
+        ]
     )
     response = await ReactAgent(model, TOOLS).run("try")
     result = model.calls[1].messages[-1]
@@ -114,22 +123,38 @@ async def test_unknown_tool_becomes_an_error_result() -> None:
 
 async def test_parallel_calls_are_answered_in_call_order() -> None:
     model = ScriptedChatModel(
-        [turn("", call("lookup", {"key": "a"}, "p1"), call("add", {"a": 2, "b": 2}, "p2"),
-              call("explode", {"reason": "x"}, "p3"), finish="tool_calls"),
-         turn("done", finish="stop")]
+        [
+            turn(
+                "",
+                call("lookup", {"key": "a"}, "p1"),
+                call("add", {"a": 2, "b": 2}, "p2"),
+                call("explode", {"reason": "x"}, "p3"),
+                finish="tool_calls",
+            ),
+            turn("done", finish="stop"),
+        ]
     )
     await ReactAgent(model, TOOLS).run("three at once")
     seen = model.calls[1].messages
     assert [(getattr(m, "tool_call_id", None), m.content) for m in seen[-3:]] == [
-        ("p1", "value-of-a"), ("p2", "4"), ("p3", "Error: ValueError: cannot do x")
+        ("p1", "value-of-a"),
+        ("p2", "4"),
+        ("p3", "Error: ValueError: cannot do x"),
     ]
 
 
 async def test_unparseable_tool_call_is_answered_with_an_error() -> None:
     bad = AIMessage(
         content="",
-        invalid_tool_calls=[{"name": "add", "args": "{oops", "id": "b1", "error": "bad json",
-                             "type": "invalid_tool_call"}],
+        invalid_tool_calls=[
+            {
+                "name": "add",
+                "args": "{oops",
+                "id": "b1",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
         response_metadata={"finish_reason": "tool_calls"},
     )
     model = ScriptedChatModel([bad, turn("retrying is pointless", finish="stop")])
@@ -189,8 +214,7 @@ async def test_task_cancellation_during_a_tool_ends_cancelled_with_valid_history
 
     recorder = Recorder()
     model = ScriptedChatModel(
-        [turn("", call("slow", {"x": 1}, "s1"), call("slow", {"x": 2}, "s2"),
-              finish="tool_calls")]
+        [turn("", call("slow", {"x": 1}, "s1"), call("slow", {"x": 2}, "s2"), finish="tool_calls")]
     )
     history: list[BaseMessage] = []
     task = asyncio.create_task(
@@ -222,8 +246,10 @@ async def test_cancellation_during_a_model_call_ends_cancelled() -> None:
 async def test_provider_error_ends_the_run_with_outcome_error() -> None:
     recorder = Recorder()
     model = ScriptedChatModel(
-        [turn("", call("add", {"a": 1, "b": 2}), finish="tool_calls"),
-         RuntimeError("503 from provider")]
+        [
+            turn("", call("add", {"a": 1, "b": 2}), finish="tool_calls"),
+            RuntimeError("503 from provider"),
+        ]
     )
     history: list[BaseMessage] = []
     with pytest.raises(RuntimeError, match="503"):
@@ -253,9 +279,21 @@ ARGS = st.sampled_from([{"key": "a"}, {"key": "b"}])
 
 @st.composite
 def model_turns(draw: st.DrawFn, index: int, streaming: bool) -> Any:
-    kind = draw(st.sampled_from(
-        ["text", "empty", "calls", "calls", "calls", "text_calls", "error", "interrupt", "cancel"]
-    ))
+    kind = draw(
+        st.sampled_from(
+            [
+                "text",
+                "empty",
+                "calls",
+                "calls",
+                "calls",
+                "text_calls",
+                "error",
+                "interrupt",
+                "cancel",
+            ]
+        )
+    )
     if kind == "text":
         return turn("answer", finish=draw(st.sampled_from(["stop", None, "length"])))
     if kind == "empty":

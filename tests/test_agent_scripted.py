@@ -47,8 +47,9 @@ async def test_bind_tools_shares_script_and_log_and_records_tools() -> None:
 
 
 async def test_stream_chunks_text_and_merges_back_to_the_scripted_message() -> None:
-    scripted = turn("A longer text to split.", call("lookup", {"key": "k"}), finish="tool_calls",
-                    usage=(5, 6))
+    scripted = turn(
+        "A longer text to split.", call("lookup", {"key": "k"}), finish="tool_calls", usage=(5, 6)
+    )
     model = ScriptedChatModel([scripted], chunk_size=5)
     chunks = [chunk async for chunk in model.astream("q")]
     assert all(isinstance(c, AIMessageChunk) for c in chunks)
@@ -64,8 +65,10 @@ async def test_stream_chunks_text_and_merges_back_to_the_scripted_message() -> N
 
 
 async def test_stream_of_block_content_keeps_the_blocks() -> None:
-    blocks: list[str | dict[Any, Any]] = [{"type": "thinking", "thinking": "hm", "signature": "s"},
-              {"type": "text", "text": "Answer."}]
+    blocks: list[str | dict[Any, Any]] = [
+        {"type": "thinking", "thinking": "hm", "signature": "s"},
+        {"type": "text", "text": "Answer."},
+    ]
     model = ScriptedChatModel([AIMessage(content=blocks)])
     merged = None
     async for chunk in model.astream("q"):

@@ -14,8 +14,13 @@ async def test_silent_bail_with_synthesis_produces_run_span_synthesis_span_and_c
 ) -> None:
     handler = telemetry.handler()
     script = [
-        turn("", call("lookup", {"key": "x"}, f"c{i}"), finish="tool_calls",
-             model="gpt-4o-mini-2024-07-18", usage=(50, 10))
+        turn(
+            "",
+            call("lookup", {"key": "x"}, f"c{i}"),
+            finish="tool_calls",
+            model="gpt-4o-mini-2024-07-18",
+            usage=(50, 10),
+        )
         for i in range(3)
     ] + [turn("x is value-of-x.", finish="stop", model="gpt-4o-mini-2024-07-18", usage=(80, 9))]
     agent = ReactAgent(

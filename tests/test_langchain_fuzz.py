@@ -174,10 +174,10 @@ def test_public_methods_record_whatever_they_are_given(
         assert operations(telemetry) == [
             "chat",
             "chat",
-            "chat",
             "execute_tool",
             "execute_tool",
             "invoke_agent",
+            "text_completion",  # on_llm_start: a completion model
         ]
         assert telemetry.value(semconv.AGENT_RUNS.name) == 1
         assert internal_errors(telemetry) == 0

@@ -315,7 +315,7 @@ def test_plain_chain_and_bare_model_call(
     assert telemetry.value(RUNS) == 1
 
 
-def test_nested_subgraph_is_not_an_agent_run(
+def test_nested_subgraph_is_a_sub_agent_run_under_its_parent(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
     from langgraph.graph import START, MessagesState, StateGraph
@@ -326,8 +326,23 @@ def test_nested_subgraph_is_not_an_agent_run(
     outer.add_edge(START, "delegate")
     graph: Any = outer.compile()
     graph.invoke({"messages": [("user", "1+2")]}, config=cfg(lc))
-    assert_one_tree_per_run(telemetry.spans(), runs=1, chats=2, tools=1)
-    assert telemetry.value(RUNS) == 1
+
+    agents = sorted(
+        (s for s in telemetry.spans() if s.name == AGENT_SPAN), key=lambda s: s.start_time or 0
+    )
+    assert len(agents) == 2
+    top, sub = agents
+    assert top.parent is None and top.context is not None and sub.context is not None
+    assert sub.parent is not None and sub.parent.span_id == top.context.span_id
+    top_attributes, sub_attributes = top.attributes or {}, sub.attributes or {}
+    assert sub_attributes[semconv.RUN_PARENT_ID] == top_attributes[semconv.RUN_ID]
+    assert sub_attributes[semconv.RUN_OUTCOME] == "completed"
+    calls = [s for s in telemetry.spans() if s.name.startswith(("chat", "execute_tool"))]
+    assert len(calls) == 3
+    for span in calls:  # the sub-agent's model and tool calls are its own
+        assert span.parent is not None and span.parent.span_id == sub.context.span_id
+        assert (span.attributes or {})[semconv.RUN_ID] == sub_attributes[semconv.RUN_ID]
+    assert telemetry.value(RUNS) == 2  # each agent run is counted
 
 
 # --- robustness --------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.callbacks import BaseCallbackManager
-from langchain_core.tools import StructuredTool, Tool
+from langchain_core.tools import StructuredTool
 
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
@@ -253,10 +253,31 @@ async def test_client_spans_inside_a_tool_nest_under_it(
     )
 
 
-def test_uninstrument_unwraps_tool_bodies(telemetry: InMemoryTelemetry) -> None:
-    originals = (StructuredTool._run, StructuredTool._arun, Tool._run, Tool._arun)
+def test_uninstrument_restores_what_it_wrapped(telemetry: InMemoryTelemetry) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.runnables import config as runnable_config
+    from langchain_core.vectorstores import VectorStoreRetriever
+    from langgraph._internal import _runnable
+
+    originals = (
+        runnable_config._set_config_context,
+        _runnable._set_config_context,
+        VectorStoreRetriever._get_relevant_documents,
+        DeterministicFakeEmbedding.embed_query,
+    )
     instrumentor = SymfonicLangChainInstrumentor()
     instrumentor.instrument(tracer_provider=telemetry.tracer_provider)
-    assert StructuredTool._run is not originals[0]
+    wrapped = (
+        runnable_config._set_config_context,
+        _runnable._set_config_context,
+        VectorStoreRetriever._get_relevant_documents,
+        DeterministicFakeEmbedding.embed_query,
+    )
+    assert all(now is not before for now, before in zip(wrapped, originals, strict=True))
     instrumentor.uninstrument()
-    assert (StructuredTool._run, StructuredTool._arun, Tool._run, Tool._arun) == originals
+    assert (
+        runnable_config._set_config_context,
+        _runnable._set_config_context,
+        VectorStoreRetriever._get_relevant_documents,
+        DeterministicFakeEmbedding.embed_query,
+    ) == originals

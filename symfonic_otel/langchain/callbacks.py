@@ -9,7 +9,8 @@ and how a run ended (``errors``, and the verdict on its output).
 No span is ever attached as the current context here: a callback handler sees a start and an end
 in different frames (often different tasks), so it cannot own both the attach and the detach,
 which is what produces "Failed to detach context" in other instrumentations. Code that does own
-both (the instrumentor's wrapper around a tool's body) asks ``tool_context`` for the tool span.
+both (the instrumentor, around the body of each step LangChain and LangGraph run) asks
+``span_context`` for the span a run's body should run under.
 
 The handler sets ``run_inline = True``: under ``ainvoke`` langchain-core would otherwise hop to a
 thread pool once per callback. That is safe because every callback here is short, does no I/O,
@@ -18,7 +19,7 @@ and guards shared state with a lock that is never held while calling into the OT
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 from uuid import UUID
 
@@ -29,10 +30,13 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.langchain.extract import run_key
+from symfonic_otel.langchain.extract import RunKey, run_key
+from symfonic_otel.langchain.models import ModelCalls
 from symfonic_otel.langchain.runs import RunTree
+from symfonic_otel.langchain.tools import ToolCalls
 from symfonic_otel.langchain.translate import Translator
 from symfonic_otel.logs import FailureLog
+from symfonic_otel.semconv import OP_CHAT, OP_TEXT_COMPLETION
 
 __all__ = ["LangChainCallbackHandler"]
 
@@ -47,13 +51,15 @@ class LangChainCallbackHandler(BaseCallbackHandler):
     """Add to ``config={"callbacks": [...]}`` of a LangChain runnable or LangGraph graph.
 
     Translates LangChain callbacks into the core handler's events: the top-level run is the
-    agent run (``invoke_agent`` span), model calls are ``chat`` spans with duration and token
-    metrics, tool calls are ``execute_tool`` spans, and a LangGraph ReAct agent whose final
-    message has no text is counted as a silent bail. Attached to a model or a tool instead (its
-    ``callbacks=``), or called without a graph, its calls are recorded as standalone ``chat`` /
-    ``execute_tool`` spans under the caller's current span. Pass ``handler=`` to share one
-    ``OTelCallbackHandler`` (and its open-run registry) with other agents; otherwise one is built
-    from the providers and ``handler_kwargs`` (``agent_name``, ``tenant_id``, ...).
+    agent run (``invoke_agent`` span), a graph inside it a sub-agent run of its own, model calls
+    are ``chat`` (``text_completion``) spans with duration and token metrics, tool calls
+    ``execute_tool`` spans, retrievers ``retrieval`` spans, and a LangGraph ReAct agent whose
+    final message has no text is counted as a silent bail. ``node_spans=True`` adds an
+    ``invoke_node`` span per LangGraph node. Attached to a model or a tool instead (its
+    ``callbacks=``), or called without a graph, its calls are recorded as standalone spans under
+    the caller's current span. Pass ``handler=`` to share one ``OTelCallbackHandler`` (and its
+    open-run registry) with other agents; otherwise one is built from the providers and
+    ``handler_kwargs`` (``agent_name``, ``tenant_id``, ...).
     """
 
     run_inline: bool = True
@@ -65,9 +71,12 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
         handler: OTelCallbackHandler | None = None,
+        node_spans: bool = False,
         **handler_kwargs: Any,
     ) -> None:
         super().__init__()
+        if not isinstance(node_spans, bool):
+            raise TypeError(f"node_spans must be True or False, got {node_spans!r}")
         if handler is None:
             handler = OTelCallbackHandler(
                 tracer_provider=tracer_provider, meter_provider=meter_provider, **handler_kwargs
@@ -85,26 +94,38 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         self._core = handler
         self._failures = FailureLog()
         self._tree = RunTree(int(max_runs))
-        self._translate = Translator(handler, self._tree, self._failures)
+        self._translate = Translator(handler, self._tree, self._failures, node_spans=node_spans)
+        self._models = ModelCalls(handler, self._tree, self._failures)
+        self._tools = ToolCalls(handler, self._tree, self._failures)
 
     @property
     def handler(self) -> OTelCallbackHandler:
         """The core handler doing the telemetry (share it, or close its runs at shutdown)."""
         return self._core
 
-    def tool_context(self, run_id: UUID) -> Context | None:
-        """A context with the open ``execute_tool`` span of tool run ``run_id`` as current.
+    def span_context(self, run_id: UUID) -> Context | None:
+        """A context with the span that run ``run_id``'s body runs under as current.
 
-        For code that owns both the attach and the detach around the tool's body (the
-        instrumentor's tool wrapper), so client spans made inside the tool nest under it.
+        The run's own span (a tool, a retrieval, a graph node with ``node_spans``), else the span
+        it runs inside, else its agent run's span; None for a run the adapter does not track.
+        For code that owns both the attach and the detach around the body (the instrumentor),
+        so spans made inside, HTTP client spans included, join the trace.
         """
         try:
             key = run_key(run_id)
-            span = self._tree.tool_span(key) if key is not None else None
-            return None if span is None else trace.set_span_in_context(span)
+            if key is None:
+                return None
+            agent, span = self._tree.span_of(key)
+            if span is not None:
+                return trace.set_span_in_context(span)
+            return self._core.run_context(agent.run_id) if agent is not None else None
         except Exception as exc:
-            self._failures.report("langchain.tool_context", exc)
+            self._failures.report("langchain.span_context", exc)
             return None
+
+    def tool_context(self, run_id: UUID) -> Context | None:
+        """``span_context`` of a tool run (kept for callers of earlier releases)."""
+        return self.span_context(run_id)
 
     @property
     def tracked_runs(self) -> int:
@@ -121,7 +142,16 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         """The adapter's own failures per kind (a payload it could not read, a bug)."""
         return self._failures.counts()
 
-    # --- chains: the top-level one is the agent run -------------------------------------------
+    def _guarded(self, kind: str, run_id: object, work: Callable[[RunKey], None]) -> None:
+        """``work(key)`` for the run's key; anything it raises is logged, never raised."""
+        try:
+            key = run_key(run_id)
+            if key is not None:
+                work(key)
+        except Exception as exc:
+            self._failures.report(f"langchain.{kind}", exc, run_id=run_id)
+
+    # --- chains: the top-level one is the agent run, graphs inside it sub-agent runs ----------
 
     def on_chain_start(
         self,
@@ -134,36 +164,21 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is None:
-                return
+        def start(key: RunKey) -> None:
             parent = run_key(parent_run_id)
+            name, meta = kwargs.get("name"), _mapping(metadata)
             if parent is None:
-                self._translate.start_agent(key, inputs, _mapping(metadata))
+                self._translate.start_agent(key, inputs, meta, name, serialized)
             else:
-                self._tree.adopt(key, parent)
-        except Exception as exc:
-            self._failures.report("langchain.on_chain_start", exc, run_id=run_id)
+                self._translate.start_chain(key, parent, inputs, meta, tags, name)
+
+        self._guarded("on_chain_start", run_id, start)
 
     def on_chain_end(
-        self,
-        outputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
+        self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is None:
-                return
-            if parent_run_id is None:
-                self._translate.end_agent(key, outputs, None)
-            else:
-                self._tree.release(key)
-        except Exception as exc:
-            self._failures.report("langchain.on_chain_end", exc, run_id=run_id)
+        end = self._translate.end_agent if parent_run_id is None else self._translate.end_chain
+        self._guarded("on_chain_end", run_id, lambda key: end(key, outputs, None))
 
     def on_chain_error(
         self,
@@ -173,16 +188,8 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is None:
-                return
-            if parent_run_id is None:
-                self._translate.end_agent(key, None, error)
-            else:
-                self._tree.release(key, interrupted=self._translate.is_interrupt(error))
-        except Exception as exc:
-            self._failures.report("langchain.on_chain_error", exc, run_id=run_id)
+        end = self._translate.end_agent if parent_run_id is None else self._translate.end_chain
+        self._guarded("on_chain_error", run_id, lambda key: end(key, None, error))
 
     # --- model calls --------------------------------------------------------------------------
 
@@ -197,7 +204,9 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
-        self._start_call("langchain.on_chat_model_start", run_id, parent_run_id, metadata, kwargs)
+        self._start_call(
+            "on_chat_model_start", run_id, parent_run_id, metadata, kwargs, messages, OP_CHAT
+        )
 
     def on_llm_start(
         self,
@@ -210,37 +219,9 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._start_call("langchain.on_llm_start", run_id, parent_run_id, metadata, kwargs)
-
-    def on_llm_end(
-        self,
-        response: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is not None:
-                self._translate.end_call(key, response, None)
-        except Exception as exc:
-            self._failures.report("langchain.on_llm_end", exc, run_id=run_id)
-
-    def on_llm_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is not None:
-                self._translate.end_call(key, None, error)
-        except Exception as exc:
-            self._failures.report("langchain.on_llm_error", exc, run_id=run_id)
+        self._start_call(
+            "on_llm_start", run_id, parent_run_id, metadata, kwargs, prompts, OP_TEXT_COMPLETION
+        )
 
     def _start_call(
         self,
@@ -249,17 +230,32 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         parent_run_id: object,
         metadata: object,
         kwargs: Mapping[str, Any],
+        inputs: object,
+        operation: str,
     ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is not None:
-                self._translate.start_call(
-                    key, run_key(parent_run_id), _mapping(metadata), kwargs, context.get_current()
-                )
-        except Exception as exc:
-            self._failures.report(kind, exc, run_id=run_id)
+        def start(key: RunKey) -> None:
+            self._models.start_call(
+                key,
+                run_key(parent_run_id),
+                _mapping(metadata),
+                kwargs,
+                context.get_current(),
+                inputs,
+                operation,
+            )
 
-    # --- tools --------------------------------------------------------------------------------
+        self._guarded(kind, run_id, start)
+
+    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._guarded("on_llm_new_token", run_id, self._models.new_token)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._guarded("on_llm_end", run_id, lambda key: self._models.end_call(key, response, None))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._guarded("on_llm_error", run_id, lambda key: self._models.end_call(key, None, error))
+
+    # --- tools and retrievers -----------------------------------------------------------------
 
     def on_tool_start(
         self,
@@ -273,47 +269,57 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is None:
-                return
-            self._translate.start_tool(
+        def start(key: RunKey) -> None:
+            self._tools.start_tool(
                 key,
                 run_key(parent_run_id),
                 serialized,
                 kwargs,
                 _mapping(metadata),
                 context.get_current(),
+                inputs,
+                input_str,
             )
-        except Exception as exc:
-            self._failures.report("langchain.on_tool_start", exc, run_id=run_id)
 
-    def on_tool_end(
+        self._guarded("on_tool_start", run_id, start)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._guarded("on_tool_end", run_id, lambda key: self._tools.end_tool(key, output, None))
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._guarded("on_tool_error", run_id, lambda key: self._tools.end_tool(key, None, error))
+
+    def on_retriever_start(
         self,
-        output: Any,
+        serialized: dict[str, Any] | None,
+        query: str,
         *,
         run_id: UUID,
         parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is not None:
-                self._translate.end_tool(key, None)
-        except Exception as exc:
-            self._failures.report("langchain.on_tool_end", exc, run_id=run_id)
+        def start(key: RunKey) -> None:
+            self._tools.start_retriever(
+                key,
+                run_key(parent_run_id),
+                query,
+                _mapping(metadata),
+                kwargs.get("name"),
+                context.get_current(),
+            )
 
-    def on_tool_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        try:
-            key = run_key(run_id)
-            if key is not None:
-                self._translate.end_tool(key, error)
-        except Exception as exc:
-            self._failures.report("langchain.on_tool_error", exc, run_id=run_id)
+        self._guarded("on_retriever_start", run_id, start)
+
+    def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._guarded(
+            "on_retriever_end",
+            run_id,
+            lambda key: self._tools.end_retriever(key, documents, None),
+        )
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._guarded(
+            "on_retriever_error", run_id, lambda key: self._tools.end_retriever(key, None, error)
+        )

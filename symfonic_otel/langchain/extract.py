@@ -42,8 +42,6 @@ __all__ = [
     "query",
     "run_key",
     "tenant",
-    "tool_call_id",
-    "tool_name",
 ]
 
 RunKey = UUID | str
@@ -164,7 +162,7 @@ def _ai_message(message: object) -> tuple[AIShape, str] | None:
 
 
 def query(inputs: object) -> str:
-    """The text of the last human message of a run's input ("" when there is none)."""
+    """A run's input as text: its last human message, a prompt's variables (JSON) or ""."""
     if isinstance(inputs, str):
         return inputs
     messages = _message_list(inputs)
@@ -175,11 +173,16 @@ def query(inputs: object) -> str:
             if _message_role(message).lower() in _HUMAN_ROLES:
                 return flatten_content_blocks(_message_content(message)) or ""
         return ""
-    if isinstance(inputs, Mapping):
+    if isinstance(inputs, Mapping) and inputs:
         for key in ("input", "query", "question"):
             value = inputs.get(key)
             if isinstance(value, str):
                 return value
+        if len(inputs) == 1:  # a prompt template with one variable, whatever its name
+            only = next(iter(inputs.values()))
+            if isinstance(only, str):
+                return only
+        return _render(inputs)  # the template's variables, as JSON
     return ""
 
 
@@ -378,20 +381,6 @@ def model_name(metadata: Mapping[str, Any], kwargs: Mapping[str, Any]) -> str:
             if name:
                 return name
     return ""
-
-
-# --- tools ------------------------------------------------------------------------------------
-
-
-def tool_name(serialized: object, kwargs: Mapping[str, Any]) -> str:
-    name = bounded(kwargs.get("name"))
-    if name is None and isinstance(serialized, Mapping):
-        name = bounded(serialized.get("name"))
-    return name or ""
-
-
-def tool_call_id(kwargs: Mapping[str, Any]) -> str | None:
-    return bounded(kwargs.get("tool_call_id"))
 
 
 def tenant(metadata: Mapping[str, Any]) -> str | None:

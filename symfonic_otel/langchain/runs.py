@@ -2,79 +2,40 @@
 
 The top-level run (no ``parent_run_id``) is an agent run; every other run is mapped to it
 through ``parent_run_id`` alone. Ambient context is never used to find a run, so async tasks,
-streaming, ``batch`` and thread pools cannot cross-wire two runs. A model or tool run whose
-parent the adapter never saw (a handler attached to the model or the tool rather than to the
-graph, or a bare ``model.invoke``) is *standalone*: it remembers the context current at its start
-callback and is recorded as a call of its own.
+streaming, ``batch`` and thread pools cannot cross-wire two runs. A graph invoked inside the run
+(a sub-graph as a node, or called from a node or a tool) becomes an agent run of its own, nested
+in its parent: it is recognised when its first node starts (``promote``). A model or tool run
+whose parent the adapter never saw (a handler attached to the model or the tool rather than to
+the graph, or a bare ``model.invoke``) is *standalone*: it remembers the context current at its
+start callback and is recorded as a call of its own.
 
 All state is bounded: agent runs by count (oldest evicted), child runs per agent, standalone
-calls and tools by count. One lock guards it; it is never held while calling into the OTel SDK
+calls and spans by count. One lock guards it; it is never held while calling into the OTel SDK
 (methods that drop state return the open spans for the caller to end outside the lock).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from symfonic_otel.langchain.extract import AIShape, RunKey
+from symfonic_otel.langchain.state import AgentRun, ChainStart, ChatCall, SpanClaim
 
-__all__ = ["AgentRun", "ChatCall", "RunTree", "ToolClaim"]
+__all__ = ["RunTree"]
 
 # Runs (chains, model calls, tool calls) tracked inside one agent run at any time. Ended runs are
 # released as they end, so only a pathological fan-out reaches this; past it, new child runs are
 # not tracked (their telemetry is skipped rather than memory growing).
 MAX_RUNS_PER_AGENT: Final = 10_000
-# Standalone model calls and tool runs waiting for their end (oldest dropped past this).
+# Standalone model calls and spans waiting for their end (oldest dropped past this).
 MAX_STANDALONE: Final = 10_000
 # How many of the oldest agent runs are checked against the core registry per agent start.
 PRUNE_BATCH: Final = 8
-
-
-@dataclass(slots=True, eq=False)
-class AgentRun:
-    """What the adapter remembers about one open top-level run."""
-
-    key: RunKey
-    run_id: str
-    started_monotonic: float
-    members: set[RunKey] = field(default_factory=set)
-    # Tool spans by tool run; None while the span is being started (claims the run id, so a
-    # duplicate start cannot open a second span).
-    tools: dict[RunKey, Span | None] = field(default_factory=dict)
-    chat_calls: int = 0
-    last_ai: AIShape | None = None
-    interrupted: bool = False
-    announced: bool = False  # the core has seen its AgentStart
-
-
-@dataclass(slots=True, eq=False)
-class ChatCall:
-    """A model call between its start and its end."""
-
-    agent: AgentRun | None  # None: a standalone call
-    started_ns: int
-    model: str
-    provider: str | None
-    node: str
-    iteration: int
-    tenant: str | None = None
-    parent: Context | None = None  # standalone: the context current at the start callback
-    parent_span: Span | None = None  # standalone under a standalone tool: that tool's span
-
-
-@dataclass(frozen=True, slots=True)
-class ToolClaim:
-    """A tool run claimed for a span: in an agent run, or standalone (maybe under a tool)."""
-
-    agent: AgentRun | None
-    parent_span: Span | None = None
-
 
 Placement = Literal["agent", "standalone", "skip"]
 
@@ -89,7 +50,7 @@ class RunTree:
         self._owner: dict[RunKey, AgentRun] = {}
         self._chats: dict[RunKey, ChatCall] = {}
         self._loose_chats: OrderedDict[RunKey, ChatCall] = OrderedDict()
-        self._loose_tools: OrderedDict[RunKey, Span | None] = OrderedDict()
+        self._loose_spans: OrderedDict[RunKey, Span | None] = OrderedDict()
 
     @property
     def agent_count(self) -> int:
@@ -98,20 +59,20 @@ class RunTree:
 
     @property
     def call_count(self) -> int:
-        """Child runs, pending model calls and standalone tools held."""
+        """Child runs, pending model calls and standalone spans held."""
         with self._lock:
             return (
                 len(self._owner)
                 + len(self._chats)
                 + len(self._loose_chats)
-                + len(self._loose_tools)
+                + len(self._loose_spans)
             )
 
     # --- agent runs ---------------------------------------------------------------------------
 
     def open_agent(self, agent: AgentRun) -> tuple[bool, list[Span]]:
-        """Track a new agent run; (False, []) if its key is already tracked. Returns the open
-        tool spans of agent runs evicted to stay within the cap."""
+        """Track a new top-level run; (False, []) if its key is already tracked. Returns the
+        open spans of agent runs evicted to stay within the cap."""
         with self._lock:
             if agent.key in self._owner:
                 return False, []
@@ -124,15 +85,59 @@ class RunTree:
                 spans.extend(self._forget_locked(oldest))
             return True, spans
 
-    def close_agent(self, key: RunKey) -> tuple[AgentRun | None, list[Span]]:
-        """Stop tracking agent run ``key``; returns it and its tool spans still open."""
+    def promote(self, key: RunKey) -> tuple[AgentRun | None, ChainStart | None, Span | None]:
+        """Chain ``key`` is a graph inside an agent run: make it a sub-agent run.
+
+        Returns the new run, its start and the span it runs inside (None: under its parent run);
+        (None, None, None) when ``key`` is no candidate (already a run, ended, untracked).
+        """
+        with self._lock:
+            owner = self._owner.get(key)
+            start = owner.chains.pop(key, None) if owner is not None else None
+            if owner is None or start is None:
+                return None, None, None
+            sub = AgentRun(
+                key=key,
+                run_id=str(key),
+                started_monotonic=time.monotonic()
+                - max(time.time_ns() - start.started_ns, 0) / 1e9,
+                parent=owner,
+            )
+            owner.members.discard(key)
+            under = owner.enclosing.pop(key, None)
+            sub.members.add(key)
+            owner.subagents[key] = sub
+            self._owner[key] = sub
+            return sub, start, under
+
+    def close_agent(self, key: RunKey) -> tuple[AgentRun | None, list[Span], list[AgentRun]]:
+        """Stop tracking agent run ``key`` (top-level or sub-agent): returns it, its spans still
+        open, and its sub-agent runs still open (innermost first) for the caller to end."""
         with self._lock:
             agent = self._agents.pop(key, None)
-            return agent, (self._forget_locked(agent) if agent is not None else [])
+            if agent is None:
+                owner = self._owner.get(key)
+                if owner is None or owner.key != key or owner.parent is None:
+                    return None, [], []
+                agent = owner
+                agent.parent.subagents.pop(key, None)  # type: ignore[union-attr]
+                agent.parent.members.discard(key)  # type: ignore[union-attr]
+            left: list[AgentRun] = []
+            self._open_subagents_locked(agent, left)
+            return agent, self._forget_locked(agent), left
+
+    def is_agent(self, key: RunKey) -> bool:
+        with self._lock:
+            owner = self._owner.get(key)
+            return owner is not None and owner.key == key
 
     def discard(self, agent: AgentRun) -> list[Span]:
         """Drop ``agent`` if still tracked (the core refused or closed it)."""
         with self._lock:
+            if agent.parent is not None:
+                if agent.parent.subagents.pop(agent.key, None) is None:
+                    return []
+                return self._forget_locked(agent)
             if self._agents.get(agent.key) is not agent:
                 return []
             del self._agents[agent.key]
@@ -150,24 +155,31 @@ class RunTree:
 
     # --- child chains -------------------------------------------------------------------------
 
-    def adopt(self, key: RunKey, parent: RunKey) -> None:
-        """Map child chain ``key`` to the agent run of ``parent`` (if that one is tracked)."""
+    def adopt(self, key: RunKey, parent: RunKey, start: ChainStart | None) -> AgentRun | None:
+        """Map child chain ``key`` to the agent run of ``parent``; ``start`` keeps it as a
+        possible sub-graph. Returns its agent run (None if not tracked)."""
         with self._lock:
-            self._place_locked(key, parent)
+            _, agent = self._place_locked(key, parent)
+            if agent is not None and start is not None:
+                agent.chains[key] = start
+            return agent
 
-    def release(self, key: RunKey, *, interrupted: bool = False) -> None:
-        """A child chain ended; ``interrupted``: it ended on a LangGraph interrupt."""
+    def release(self, key: RunKey, *, interrupted: bool = False) -> Span | None:
+        """A child chain ended (``interrupted``: on a LangGraph interrupt); returns its span."""
         with self._lock:
             agent = self._release_locked(key)
-            if agent is not None and interrupted:
+            if agent is None:
+                return None
+            if interrupted:
                 agent.interrupted = True
+            return agent.spans.pop(key, None)
 
     # --- model calls --------------------------------------------------------------------------
 
     def start_call(self, key: RunKey, parent: RunKey | None, call: ChatCall) -> bool:
         """Track model call ``key``; False when it is a duplicate or cannot be tracked.
 
-        ``call.agent`` and ``call.iteration`` are filled in here from the run tree.
+        ``call.agent``, ``call.iteration`` and ``call.parent_span`` are filled in here.
         """
         with self._lock:
             if key in self._chats or key in self._loose_chats:
@@ -178,15 +190,23 @@ class RunTree:
             if agent is not None:
                 call.agent = agent
                 call.iteration = agent.chat_calls
+                call.parent_span = self._inside_locked(agent, parent)
                 agent.chat_calls += 1
                 self._chats[key] = call
                 return True
             call.agent = None
-            call.parent_span = self._loose_tools.get(parent) if parent is not None else None
+            call.parent_span = self._loose_spans.get(parent) if parent is not None else None
             self._loose_chats[key] = call
             if len(self._loose_chats) > MAX_STANDALONE:
                 self._loose_chats.popitem(last=False)
             return True
+
+    def first_chunk(self, key: RunKey, now_ns: int) -> None:
+        """A streamed chunk of model call ``key`` arrived (only the first one is kept)."""
+        with self._lock:
+            call = self._chats.get(key) or self._loose_chats.get(key)
+            if call is not None and call.first_chunk_ns is None:
+                call.first_chunk_ns = now_ns
 
     def end_call(self, key: RunKey, shape: AIShape | None) -> ChatCall | None:
         """Stop tracking model call ``key``; its AI message shape is the run's latest."""
@@ -201,76 +221,90 @@ class RunTree:
                     agent.last_ai = shape
             return call
 
-    # --- tools --------------------------------------------------------------------------------
+    # --- spans of child runs: tools, retrievals, graph nodes ----------------------------------
 
-    def claim_tool(self, key: RunKey, parent: RunKey | None) -> ToolClaim | None:
-        """Claim tool run ``key`` for one span; None for a duplicate start or a full run."""
+    def claim_span(self, key: RunKey, parent: RunKey | None) -> SpanClaim | None:
+        """Claim run ``key`` for one span; None for a duplicate start or a full run."""
         with self._lock:
             owner = self._owner.get(key)
-            if (owner is not None and key in owner.tools) or key in self._loose_tools:
+            if (owner is not None and key in owner.spans) or key in self._loose_spans:
                 return None
             placement, agent = self._place_locked(key, parent)
             if placement == "skip":
                 return None
             if agent is not None:
-                agent.tools[key] = None
-                return ToolClaim(agent)
-            parent_span = self._loose_tools.get(parent) if parent is not None else None
-            self._loose_tools[key] = None
-            return ToolClaim(None, parent_span)
+                agent.spans[key] = None
+                return SpanClaim(agent, self._inside_locked(agent, parent))
+            parent_span = self._loose_spans.get(parent) if parent is not None else None
+            self._loose_spans[key] = None
+            return SpanClaim(None, parent_span)
 
-    def attach_tool(self, key: RunKey, claim: ToolClaim, span: Span | None) -> bool:
+    def claim_chain_span(self, key: RunKey) -> SpanClaim | None:
+        """Claim an adopted chain (a graph node) for a span."""
+        with self._lock:
+            agent = self._owner.get(key)
+            if agent is None or agent.key == key or key in agent.spans:
+                return None
+            agent.spans[key] = None
+            return SpanClaim(agent, agent.enclosing.get(key))
+
+    def attach_span(self, key: RunKey, claim: SpanClaim, span: Span | None) -> bool:
         """Store the span started for a claim; False if the claim is gone (the caller ends it)."""
         with self._lock:
             agent = claim.agent
             if agent is not None:
                 live = (
-                    self._agents.get(agent.key) is agent
-                    and key in agent.tools
-                    and agent.tools[key] is None
+                    self._owner.get(key) is agent
+                    and key in agent.spans
+                    and agent.spans[key] is None
                 )
                 if live and span is not None:
-                    agent.tools[key] = span
+                    agent.spans[key] = span
                 elif live:  # the core started nothing: free the claim
-                    del agent.tools[key]
-                    self._release_locked(key)
+                    del agent.spans[key]
                 return live
-            live = key in self._loose_tools and self._loose_tools[key] is None
+            live = key in self._loose_spans and self._loose_spans[key] is None
             if live and span is not None:
-                self._loose_tools[key] = span
+                self._loose_spans[key] = span
             elif live:
-                del self._loose_tools[key]
+                del self._loose_spans[key]
             return live
 
-    def evict_loose_tools(self) -> list[Span]:
-        """Standalone tool spans past the cap, oldest first, for the caller to end."""
+    def evict_loose_spans(self) -> list[Span]:
+        """Standalone spans past the cap, oldest first, for the caller to end."""
         with self._lock:
             spans: list[Span] = []
-            while len(self._loose_tools) > MAX_STANDALONE:
-                _, span = self._loose_tools.popitem(last=False)
+            while len(self._loose_spans) > MAX_STANDALONE:
+                _, span = self._loose_spans.popitem(last=False)
                 if span is not None:
                     spans.append(span)
             return spans
 
-    def end_tool(self, key: RunKey, *, interrupted: bool) -> Span | None:
-        """Stop tracking tool run ``key``; returns its span (None if it had none)."""
+    def end_span(self, key: RunKey, *, interrupted: bool) -> Span | None:
+        """Stop tracking the tool / retrieval run ``key``; returns its span (None if none)."""
         with self._lock:
-            if key in self._loose_tools:
-                return self._loose_tools.pop(key)
-            agent = self._release_locked(key)
-            if agent is None:
+            if key in self._loose_spans:
+                return self._loose_spans.pop(key)
+            agent = self._owner.get(key)
+            if agent is None or agent.key == key:
                 return None
+            span = agent.spans.pop(key, None)
+            self._release_locked(key)
             if interrupted:
                 agent.interrupted = True
-            return agent.tools.pop(key, None)
+            return span
 
-    def tool_span(self, key: RunKey) -> Span | None:
+    def span_of(self, key: RunKey) -> tuple[AgentRun | None, Span | None]:
+        """The innermost span run ``key`` runs inside: its own, or an enclosing one; else its
+        agent run (for the caller to take the run span)."""
         with self._lock:
-            span = self._loose_tools.get(key)
+            span = self._loose_spans.get(key)
             if span is not None:
-                return span
+                return None, span
             agent = self._owner.get(key)
-            return agent.tools.get(key) if agent is not None else None
+            if agent is None:
+                return None, None
+            return agent, self._inside_locked(agent, key)
 
     # --- bookkeeping (``*_locked``: caller holds ``self._lock``; no OTel calls inside) --------
 
@@ -287,7 +321,16 @@ class RunTree:
                 return "skip", None
             agent.members.add(key)
             self._owner[key] = agent
+            inside = self._inside_locked(agent, parent)
+            if inside is not None:
+                agent.enclosing[key] = inside
         return "agent", agent
+
+    @staticmethod
+    def _inside_locked(agent: AgentRun, key: RunKey | None) -> Span | None:
+        if key is None or key == agent.key:
+            return None
+        return agent.spans.get(key) or agent.enclosing.get(key)
 
     def _release_locked(self, key: RunKey) -> AgentRun | None:
         """Forget a child run that ended; returns its agent run (None if untracked)."""
@@ -296,10 +339,21 @@ class RunTree:
             return agent
         del self._owner[key]
         agent.members.discard(key)
+        agent.enclosing.pop(key, None)
+        agent.chains.pop(key, None)
         return agent
 
+    def _open_subagents_locked(self, agent: AgentRun, into: list[AgentRun]) -> None:
+        for sub in list(agent.subagents.values()):
+            self._open_subagents_locked(sub, into)
+            into.append(sub)
+
     def _forget_locked(self, agent: AgentRun) -> list[Span]:
-        """Drop every trace of ``agent``; returns its tool spans still open, to end outside."""
+        """Drop every trace of ``agent`` and its sub-agents; returns their open spans."""
+        spans: list[Span] = []
+        for sub in list(agent.subagents.values()):
+            spans.extend(self._forget_locked(sub))
+        agent.subagents.clear()
         for member in agent.members:
             if self._owner.get(member) is agent:
                 del self._owner[member]
@@ -307,6 +361,8 @@ class RunTree:
             if call is not None and call.agent is agent:
                 del self._chats[member]
         agent.members.clear()
-        spans = [span for span in agent.tools.values() if span is not None]
-        agent.tools.clear()
+        agent.enclosing.clear()
+        agent.chains.clear()
+        spans.extend(span for span in agent.spans.values() if span is not None)
+        agent.spans.clear()
         return spans

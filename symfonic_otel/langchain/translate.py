@@ -1,54 +1,52 @@
-"""From LangChain runs to the core handler's events: the verdicts of each start and end.
+"""From LangChain chain runs to agent runs: the verdicts of each start and end.
 
-``Translator`` is what the callback entry points call once they have a run key. It asks the run
-tree where a run belongs, reads payloads through ``extract``, decides how a run ended (outcome,
-exit stop reason, answered or blank, silent bail) and hands the core handler one event per run
-or call. Reading a payload can fail (an object whose attributes raise): that is logged once per
-kind and the run is still ended with what is known, so no run is left open for the TTL to find.
+``Translator`` is what the chain callbacks call once they have a run key. The top-level run is
+an agent run; a graph inside it (found when its first node starts) is a sub-agent run of its
+own under it; graph nodes are optional spans (``node_spans``). At an agent run's end it decides
+how the run ended (outcome, exit stop reason, answered or blank, silent bail) and hands the core
+handler one event. Reading a payload can fail (an object whose attributes raise): that is logged
+once per kind and the run is still ended with what is known, so no run is left for the TTL.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
 
+from symfonic_otel import semconv
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
-    LLMEndEvent,
     ReactLoopEndEvent,
     TerminationOutcome,
     TerminationReason,
 )
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain import errors
+from symfonic_otel.langchain.attributes import agent_name, conversation_id, is_graph_node
+from symfonic_otel.langchain.base import Part, in_span
 from symfonic_otel.langchain.extract import (
-    EMPTY_LLM_OUTPUT,
-    NO_CALL_FIELDS,
     UNKNOWN_OUTPUT,
     AIShape,
-    LLMOutput,
     RunKey,
-    call_fields,
     final_output,
-    llm_output,
     query,
     tenant,
-    tool_call_id,
-    tool_name,
 )
-from symfonic_otel.langchain.runs import AgentRun, ChatCall, RunTree
+from symfonic_otel.langchain.runs import RunTree
+from symfonic_otel.langchain.state import AgentRun, ChainStart
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["Translator"]
 
-T = TypeVar("T")
+_GRAPH_INTEGRATION = "langgraph"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +66,19 @@ def _bail_reason(shape: AIShape) -> TerminationReason:
     return "tool_calls_with_no_text" if shape.tool_call_count else "no_content_no_tool_calls"
 
 
-class Translator:
-    """Turns run starts and ends into core events; see the module docstring."""
+class Translator(Part):
+    """Turns chain starts and ends into agent runs and node spans; see the module docstring."""
 
-    def __init__(self, core: OTelCallbackHandler, tree: RunTree, failures: FailureLog) -> None:
-        self._core = core
-        self._tree = tree
-        self._failures = failures
+    def __init__(
+        self,
+        core: OTelCallbackHandler,
+        tree: RunTree,
+        failures: FailureLog,
+        *,
+        node_spans: bool = False,
+    ) -> None:
+        super().__init__(core, tree, failures)
+        self._node_spans = node_spans
 
     @staticmethod
     def is_interrupt(error: object) -> bool:
@@ -82,29 +86,63 @@ class Translator:
 
     # --- agent runs ---------------------------------------------------------------------------
 
-    def start_agent(self, key: RunKey, inputs: object, metadata: Mapping[str, Any]) -> None:
+    def start_agent(
+        self, key: RunKey, inputs: object, metadata: Mapping[str, Any], name: object, ser: object
+    ) -> None:
         agent = AgentRun(key=key, run_id=str(key), started_monotonic=time.monotonic())
         added, evicted = self._tree.open_agent(agent)
         if not added:
             return
+        attributes = self._run_attributes(
+            metadata, self._read("run_name", lambda n: agent_name(n, ser), name, None)
+        )
         self._core.agent_start(
-            AgentStartEvent(query=self._read("query", query, inputs, ""), run_id=agent.run_id),
+            AgentStartEvent(query=self._query(inputs), run_id=agent.run_id),
             tenant_id=self._read("run_metadata", tenant, metadata, None),
+            attributes=attributes,
         )
         agent.announced = True
         if not self._core.is_open(agent.run_id):  # refused (a redelivered start): keep nothing
             evicted.extend(self._tree.discard(agent))
+        else:
+            self._rename(agent.run_id, attributes)
         self._end_spans(evicted)
         self._prune()
 
+    def _query(self, inputs: object) -> str:
+        """The run's input as captured text (only computed with capture on)."""
+        if not self._core.capture_content:
+            return ""
+        return self._read("query", query, inputs, "")
+
+    def _run_attributes(
+        self, metadata: Mapping[str, Any], name: str | None
+    ) -> dict[str, AttributeValue]:
+        attributes: dict[str, AttributeValue] = {}
+        conversation = self._read("conversation", conversation_id, metadata, None)
+        if conversation is not None:
+            attributes[semconv.GEN_AI_CONVERSATION_ID] = conversation
+        if name is not None:
+            attributes[semconv.GEN_AI_AGENT_NAME] = name
+        return attributes
+
+    def _rename(self, run_id: str, attributes: Mapping[str, AttributeValue]) -> None:
+        """Name the run span after the run's own name (``run_name``, a named graph)."""
+        name = attributes.get(semconv.GEN_AI_AGENT_NAME)
+        run = self._core.run_context(run_id) if isinstance(name, str) else None
+        if run is not None:
+            trace.get_current_span(run).update_name(semconv.agent_span_name(str(name)))
+
     def end_agent(self, key: RunKey, outputs: object, error: BaseException | None) -> None:
-        agent, leftovers = self._tree.close_agent(key)
+        agent, leftovers, subagents = self._tree.close_agent(key)
         if agent is None:
             self._end_untracked(key, error)
             return
-        self._end_spans(leftovers)  # children end before their parent
-
         kind = errors.classify(error)
+        self._end_spans(leftovers)  # children end before their parent
+        for sub in subagents:
+            self._end_lost(sub.run_id, error)
+
         outcome = errors.outcome(kind)
         final = UNKNOWN_OUTPUT
         if kind == "ok" and not agent.interrupted:
@@ -120,6 +158,8 @@ class Translator:
         if stop is None:
             last = final.ai or agent.last_ai
             stop = last.stop_reason if last is not None else None
+        if agent.parent is not None and (kind == "interrupt" or agent.interrupted):
+            agent.parent.interrupted = True
 
         bail = final.bail
         if kind == "recursion":
@@ -161,9 +201,10 @@ class Translator:
 
         If the core still has the run open, end it there rather than leaving it to the TTL.
         """
-        run_id = str(key)
-        if not self._core.is_open(run_id):
-            return
+        if self._core.is_open(str(key)):
+            self._end_lost(str(key), error)
+
+    def _end_lost(self, run_id: str, error: BaseException | None) -> None:
         kind = errors.classify(error)
         error_type = errors.error_type(error, kind)
         self._core.agent_end(
@@ -189,116 +230,70 @@ class Translator:
             spans.extend(self._tree.discard(agent))
         self._end_spans(spans)
 
-    # --- model calls --------------------------------------------------------------------------
+    # --- chains inside a run: sub-graphs and graph nodes -------------------------------------
 
-    def start_call(
+    def start_chain(
         self,
         key: RunKey,
-        parent: RunKey | None,
+        parent: RunKey,
+        inputs: object,
         metadata: Mapping[str, Any],
-        kwargs: Mapping[str, Any],
-        current: Context,
+        tags: object,
+        name: object,
     ) -> None:
-        started_ns = time.time_ns()
-        fields = self._read(
-            "call_metadata", lambda meta: call_fields(meta, kwargs), metadata, NO_CALL_FIELDS
-        )
-        call = ChatCall(
-            agent=None,
-            started_ns=started_ns,
-            model=fields.model,
-            provider=fields.provider,
-            node=fields.node,
-            iteration=0,
-            tenant=fields.tenant,
-            parent=current,
-        )
-        self._tree.start_call(key, parent, call)
-
-    def end_call(self, key: RunKey, response: object, error: BaseException | None) -> None:
-        ended_ns = time.time_ns()
-        kind = errors.classify(error)
-        output: LLMOutput = EMPTY_LLM_OUTPUT
-        if kind == "ok":
-            output = self._read("llm_output", llm_output, response, EMPTY_LLM_OUTPUT)
-        call = self._tree.end_call(key, output.shape)
-        if call is None:
-            return
-        agent = call.agent
-        error_type = errors.error_type(error, kind)
-        parent: Context | None = None
-        if agent is None:  # standalone: under the caller's span (or its standalone tool)
-            span = call.parent_span
-            parent = trace.set_span_in_context(span) if span is not None else call.parent
-        self._core.llm_end(
-            LLMEndEvent(
-                model=call.model,
-                output=output.text,
-                usage=output.usage,
-                run_id=agent.run_id if agent is not None else "",
-                node_name=call.node,
-                iteration_index=call.iteration,
-                outcome=errors.outcome(kind),
-                stop_reason=output.stop_reason,
-                error_type=error_type,
-            ),
-            provider=call.provider,
-            start_time_ns=call.started_ns,
-            end_time_ns=max(ended_ns, call.started_ns),
-            error_type=error_type,
-            tenant_id=call.tenant,
-            parent=parent,
-        )
-
-    # --- tools --------------------------------------------------------------------------------
-
-    def start_tool(
-        self,
-        key: RunKey,
-        parent: RunKey | None,
-        serialized: object,
-        kwargs: Mapping[str, Any],
-        metadata: Mapping[str, Any],
-        current: Context,
-    ) -> None:
-        claim = self._tree.claim_tool(key, parent)
-        if claim is None:  # a duplicate start, or a run at its child cap
-            return
-        name = self._read("tool_name", lambda ser: tool_name(ser, kwargs), serialized, "")
-        call_id = self._read("tool_call_id", tool_call_id, kwargs, None)
-        span: Span | None
-        if claim.agent is not None:
-            span = self._core.start_tool(claim.agent.run_id, name, call_id=call_id)
-        else:
-            under = claim.parent_span
-            span = self._core.start_tool(
-                "",
-                name,
-                call_id=call_id,
-                tenant_id=self._read("tool_metadata", tenant, metadata, None),
-                parent=trace.set_span_in_context(under) if under is not None else current,
+        node = is_graph_node(name, tags, metadata)
+        if node and not self._tree.is_agent(parent):
+            self._start_subagent(parent, metadata)  # the node's graph is nested: a sub-agent
+        start: ChainStart | None = None
+        if not node and metadata.get("ls_integration") == _GRAPH_INTEGRATION:
+            start = ChainStart(
+                time.time_ns(),
+                agent_name(name, None),
+                inputs if self._core.capture_content else None,
             )
-        if not self._tree.attach_tool(key, claim, span) and span is not None:
-            self._core.end_tool(span)  # the run ended (or was evicted) meanwhile
-        if claim.agent is None:
-            self._end_spans(self._tree.evict_loose_tools())
+        agent = self._tree.adopt(key, parent, start)
+        if node and self._node_spans and agent is not None:
+            self._start_node(key, str(name), agent)
 
-    def end_tool(self, key: RunKey, error: BaseException | None) -> None:
+    def _start_subagent(self, key: RunKey, metadata: Mapping[str, Any]) -> None:
+        sub, start, under = self._tree.promote(key)
+        if sub is None or start is None or sub.parent is None:
+            return
+        attributes = self._run_attributes(metadata, start.name)
+        attributes[semconv.RUN_PARENT_ID] = sub.parent.run_id
+        parent: Context | None = in_span(under) or self._core.run_context(sub.parent.run_id)
+        self._core.agent_start(
+            AgentStartEvent(query=self._query(start.inputs), run_id=sub.run_id),
+            tenant_id=self._read("run_metadata", tenant, metadata, None),
+            parent=parent,
+            start_time_ns=start.started_ns,
+            attributes=attributes,
+        )
+        sub.announced = True
+        if not self._core.is_open(sub.run_id):
+            self._end_spans(self._tree.discard(sub))
+        else:
+            self._rename(sub.run_id, attributes)
+
+    def _start_node(self, key: RunKey, name: str, agent: AgentRun) -> None:
+        claim = self._tree.claim_chain_span(key)
+        if claim is None:
+            return
+        span = self._core.start_call(
+            semconv.OP_INVOKE_NODE,
+            f"{semconv.OP_INVOKE_NODE} {name}",
+            run_id=agent.run_id,
+            parent=in_span(claim.parent_span),
+            attributes={semconv.NODE_NAME: name},
+        )
+        if not self._tree.attach_span(key, claim, span) and span is not None:
+            self._core.end_call(span)
+
+    def end_chain(self, key: RunKey, outputs: object, error: BaseException | None) -> None:
+        if self._tree.is_agent(key):
+            self.end_agent(key, outputs, error)
+            return
         kind = errors.classify(error)
-        span = self._tree.end_tool(key, interrupted=kind == "interrupt")
+        span = self._tree.release(key, interrupted=kind == "interrupt")
         if span is not None:
-            self._core.end_tool(span, error_type=errors.error_type(error, kind))
-
-    # --- helpers ------------------------------------------------------------------------------
-
-    def _read(self, what: str, read: Callable[[Any], T], payload: object, default: T) -> T:
-        """``read(payload)``, or ``default`` when the payload cannot be read (logged once)."""
-        try:
-            return read(payload)
-        except Exception as exc:
-            self._failures.report(f"langchain.read_{what}", exc)
-            return default
-
-    def _end_spans(self, spans: Iterable[Span]) -> None:
-        for span in spans:
-            self._core.end_tool(span)
+            self._core.end_call(span, error_type=errors.error_type(error, kind))

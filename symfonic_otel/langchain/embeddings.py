@@ -1,0 +1,167 @@
+"""Embeddings calls -> ``embeddings`` spans, for the instrumentor.
+
+LangChain's ``Embeddings`` interface has no callbacks, so a handler in ``callbacks`` never sees
+an embeddings call. The instrumentor wraps the ``embed_*`` / ``aembed_*`` methods of every
+``Embeddings`` subclass (those defined later too, through ``__init_subclass__``) and records each
+outermost call through the core's ``llm_end`` (operation ``embeddings``): a span under the span
+current at the call (a retrieval's, under the instrumentor) with the input count and the vector
+size, and the duration metric. Providers report no token usage here, so the cost is unknown.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from opentelemetry import context
+from wrapt import FunctionWrapper
+
+from symfonic_otel import semconv
+from symfonic_otel.events import LLMEndEvent
+from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.langchain.extract import bounded
+from symfonic_otel.logs import FailureLog
+
+__all__ = ["EmbeddingsWrapper"]
+
+_METHODS: Final = ("embed_documents", "embed_query", "aembed_documents", "aembed_query")
+_ASYNC: Final = frozenset({"aembed_documents", "aembed_query"})
+_MODEL_FIELDS: Final = ("model", "model_name", "model_id", "deployment")
+# Set while an embeddings call is recorded: a method delegating to another (``aembed_query`` to
+# ``embed_query``) is one call, not two.
+_INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("symfonic_embeddings", default=False)
+
+
+def _model(instance: object) -> str:
+    for name in _MODEL_FIELDS:
+        found = bounded(getattr(instance, name, None))
+        if found is not None:
+            return found
+    return ""
+
+
+def _dimensions(result: object) -> int | None:
+    vector = (
+        result[0] if isinstance(result, list) and result and isinstance(result[0], list) else result
+    )
+    return len(vector) if isinstance(vector, list) else None
+
+
+class EmbeddingsWrapper:
+    """Wraps and unwraps the embeddings methods; see the module docstring."""
+
+    def __init__(self, core: OTelCallbackHandler, failures: FailureLog) -> None:
+        self._core = core
+        self._failures = failures
+        self._wrapped: list[tuple[type, str, object]] = []
+        self._hooked: type | None = None
+
+    def install(self) -> None:
+        try:
+            from langchain_core.embeddings import Embeddings
+        except Exception:  # no langchain-core embeddings: nothing to wrap
+            return
+        pending = list(Embeddings.__subclasses__())
+        while pending:
+            cls = pending.pop()
+            pending.extend(cls.__subclasses__())
+            self._wrap_class(cls)
+        wrap_class = self._wrap_class
+
+        def init_subclass(cls: Any, /, **kwargs: Any) -> None:
+            super(Embeddings, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
+            wrap_class(cls)
+
+        Embeddings.__init_subclass__ = classmethod(init_subclass)  # type: ignore[assignment]
+        self._hooked = Embeddings
+
+    def uninstall(self) -> None:
+        if self._hooked is not None:
+            if "__init_subclass__" in self._hooked.__dict__:
+                delattr(self._hooked, "__init_subclass__")
+            self._hooked = None
+        for cls, name, original in reversed(self._wrapped):
+            setattr(cls, name, original)
+        self._wrapped.clear()
+
+    def _wrap_class(self, cls: type) -> None:
+        for name in _METHODS:
+            original = cls.__dict__.get(name)
+            if original is None or isinstance(original, FunctionWrapper):
+                continue
+            if getattr(original, "__isabstractmethod__", False):
+                continue
+            record = self._record_async if name in _ASYNC else self._record
+            setattr(cls, name, FunctionWrapper(original, record))
+            self._wrapped.append((cls, name, original))
+
+    # --- wrappers -----------------------------------------------------------------------------
+
+    def _record(self, wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
+        if _INSIDE.get():
+            return wrapped(*args, **kwargs)
+        token = _INSIDE.set(True)
+        started = time.time_ns()
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            self._end(instance, args, None, started, exc)
+            raise
+        finally:
+            _INSIDE.reset(token)
+        self._end(instance, args, result, started, None)
+        return result
+
+    async def _record_async(
+        self, wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any
+    ) -> Any:
+        if _INSIDE.get():
+            return await wrapped(*args, **kwargs)
+        token = _INSIDE.set(True)
+        started = time.time_ns()
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            self._end(instance, args, None, started, exc)
+            raise
+        finally:
+            _INSIDE.reset(token)
+        self._end(instance, args, result, started, None)
+        return result
+
+    def _end(
+        self,
+        instance: object,
+        args: Any,
+        result: object,
+        started_ns: int,
+        error: BaseException | None,
+    ) -> None:
+        try:
+            texts = args[0] if args else None
+            count = len(texts) if isinstance(texts, list) else 1
+            attributes: dict[str, Any] = {semconv.EMBEDDINGS_INPUT_COUNT: count}
+            dimensions = _dimensions(result)
+            if dimensions is not None:
+                attributes[semconv.GEN_AI_EMBEDDINGS_DIMENSION_COUNT] = dimensions
+            error_type = type(error).__name__[:128] if isinstance(error, Exception) else None
+            self._core.llm_end(
+                LLMEndEvent(
+                    model=_model(instance),
+                    output="",
+                    usage={},
+                    pricing_unknown=True,
+                    outcome="error" if error_type else "completed",
+                    error_type=error_type,
+                ),
+                start_time_ns=started_ns,
+                end_time_ns=max(time.time_ns(), started_ns),
+                error_type=error_type,
+                parent=context.get_current(),
+                attributes=attributes,
+                operation_name=semconv.OP_EMBEDDINGS,
+            )
+        except Exception as exc:
+            self._failures.report("langchain.embeddings", exc)
