@@ -15,11 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from opentelemetry.util.types import AttributeValue
+
 from symfonic_otel import semconv
 from symfonic_otel.events import TokenUsage
 from symfonic_otel.pricing import cache_in_input
+from symfonic_otel.request_params import request_attributes
 from symfonic_otel.sanitise import (
     MAX_CALL_MS,
+    MAX_ID_BYTES,
     MAX_NAME_BYTES,
     clean_text,
     in_time_range,
@@ -163,6 +167,7 @@ class Usage:
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
     cache_in_input: bool = True  # whether ``input_tokens`` already counts the cache tokens
+    reasoning_tokens: int = 0  # part of ``output_tokens``
 
     def uncached_input(self) -> int:
         cached = self.cache_read_tokens + self.cache_creation_tokens
@@ -170,10 +175,13 @@ class Usage:
         return max(plain, 0)
 
 
-_CACHE_KEYS: Final = (
+_DETAIL_KEYS: Final = (
     "input_token_details",
+    "output_token_details",
     "cache_read_input_tokens",
     "cache_creation_input_tokens",
+    "prompt_tokens_details",
+    "completion_tokens_details",
 )
 
 
@@ -185,12 +193,14 @@ def usage(event: object) -> Usage:
         _tokens(raw, "input_tokens", "prompt_tokens"),
         _tokens(raw, "output_tokens", "completion_tokens"),
     )
-    if any(key in raw for key in _CACHE_KEYS):  # read the cache details the way seed 003 does
+    if any(key in raw for key in _DETAIL_KEYS):  # read the details the way seed 003 does
         typed = TokenUsage.from_usage(raw)
         if max(typed.cache_read_tokens, typed.cache_creation_tokens) <= _MAX_TOKENS:
             reading.cache_read_tokens = typed.cache_read_tokens
             reading.cache_creation_tokens = typed.cache_creation_tokens
             reading.cache_in_input = cache_in_input(raw)
+        if typed.reasoning_tokens <= _MAX_TOKENS:
+            reading.reasoning_tokens = typed.reasoning_tokens
     return reading
 
 
@@ -226,6 +236,11 @@ class ModelCall:
     timing: Timing
     usage: Usage
     pricing_unknown: bool  # the event's own flag
+    # Extensions read duck-typed (None / empty when the event does not carry them).
+    response_id: str | None
+    response_model: str | None
+    forced_tool_choice: str | None
+    request: dict[str, AttributeValue]  # ``gen_ai.request.*`` from ``invocation_params``
 
 
 def model_call(
@@ -243,7 +258,30 @@ def model_call(
         timing=call_timing(event, start_ns, end_ns),
         usage=usage(event),
         pricing_unknown=flag(event, "pricing_unknown"),
+        response_id=opt_name(event, "response_id", MAX_ID_BYTES),
+        response_model=opt_name(event, "response_model", MAX_NAME_BYTES),
+        forced_tool_choice=opt_name(event, "forced_tool_choice", MAX_NAME_BYTES),
+        request=request_attributes(getattr(event, "invocation_params", None)),
     )
+
+
+def opt_name(event: object, name: str, max_bytes: int) -> str | None:
+    """An optional short value (an id, a name), cleaned and capped; None when absent or blank."""
+    value = getattr(event, name, None)
+    if value is None:
+        return None
+    raw = value if isinstance(value, str) else str(value)
+    cleaned = clean_text(raw[: max_bytes * 4].strip(), max_bytes)
+    return cleaned or None
+
+
+def has_timing(event: object) -> bool:
+    """Whether the event says when its call ran (a start stamp or a non-zero duration)."""
+    stamp = getattr(event, "started_at_utc", None)
+    duration = getattr(event, "duration_ms", None)
+    if stamp is not None and not (isinstance(stamp, str) and stamp == ""):
+        return True  # a bad stamp counts as timing: it is read (and counted as malformed)
+    return duration is not None and not (isinstance(duration, int | float) and duration == 0)
 
 
 @dataclass(slots=True)

@@ -19,6 +19,13 @@ hook drains before every read: cumulative totals and delta increments per interv
 same, and shutdown / ``force_flush`` (which collect) lose nothing. It removes most of the SDK's
 per-measurement cost (attribute cleaning and hashing) for counters; histograms need every value
 and stay queued.
+
+A histogram value may carry the ``SpanContext`` of the span it describes (a ``chat`` span's
+duration and tokens, a tool span's duration). It is applied with that span as its context, so
+the SDK's exemplar filter (trace-based by default) and reservoir link the value to its trace,
+exactly as a synchronous ``record(..., context=...)`` would; only the exemplar's timestamp is
+that of the collection. Keeping the context costs the hot path one tuple slot: the context
+object is built at collection.
 """
 
 from __future__ import annotations
@@ -30,9 +37,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
+from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
+from opentelemetry.trace import NonRecordingSpan, SpanContext
 
-Apply = Callable[[float, Mapping[str, Any]], None]
+Apply = Callable[..., None]  # a histogram's ``record(value, attributes, context=None)``
 _HOOK_NAME: Final = "symfonic.telemetry.collection_hook"
 DEFAULT_CAP: Final = 16_384
 # Distinct counter series summed between collections. Attribute sets are cached and bounded by
@@ -76,7 +86,7 @@ class DeferredRecorder:
         self._cap = cap
         self._series_cap = series_cap
         self.failed = 0
-        self._queue: deque[tuple[Apply, float, Mapping[str, Any]]] = deque()
+        self._queue: deque[tuple[Apply, float, Mapping[str, Any], SpanContext | None]] = deque()
         # Keyed by identity: the handler reuses one cached dict per attribute set, so identity
         # is a cheap exact key (the entry holds the dict, so its id cannot be reused meanwhile).
         self._sums: dict[tuple[int, int], _Sum] = {}
@@ -121,9 +131,16 @@ class DeferredRecorder:
         except Exception:
             self.failed += 1
 
-    def record(self, apply: Apply, value: float, attributes: Mapping[str, Any]) -> None:
+    def record(
+        self,
+        apply: Apply,
+        value: float,
+        attributes: Mapping[str, Any],
+        span_context: SpanContext | None = None,
+    ) -> None:
+        """Queue ``apply(value, attributes)``; with ``span_context``, as that span's exemplar."""
         queue = self._queue
-        queue.append((apply, value, attributes))
+        queue.append((apply, value, attributes, span_context))
         if len(queue) > self._cap:
             self._apply_one()
 
@@ -149,14 +166,24 @@ class DeferredRecorder:
 
     def _apply_one(self) -> bool:
         try:
-            apply, value, attributes = self._queue.popleft()
+            apply, value, attributes, span_context = self._queue.popleft()
         except IndexError:
             return False
         try:
-            apply(value, attributes)
+            if span_context is None:
+                apply(value, attributes)
+            else:
+                apply(value, attributes, context=_span_as_context(span_context))
         except Exception:  # one bad measurement must not stall the rest of the queue
             self.failed += 1
         return True
+
+
+_EMPTY_CONTEXT: Final = Context()
+
+
+def _span_as_context(span_context: SpanContext) -> Context:
+    return trace.set_span_in_context(NonRecordingSpan(span_context), _EMPTY_CONTEXT)
 
 
 _recorders: weakref.WeakKeyDictionary[Meter, DeferredRecorder] = weakref.WeakKeyDictionary()

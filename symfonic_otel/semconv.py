@@ -262,7 +262,8 @@ DROPPED_SPANS: Final = InstrumentSpec(
     "Spans the exporter could not deliver (queue full, export failed, unencodable).",
 )
 
-ALL_INSTRUMENTS: Final[tuple[InstrumentSpec, ...]] = (
+# Every instrument; blocks further down append theirs.
+ALL_INSTRUMENTS: tuple[InstrumentSpec, ...] = (
     AGENT_RUNS,
     AGENT_DURATION,
     ACTIVE_RUNS,
@@ -312,3 +313,76 @@ def prometheus_series_names(spec: InstrumentSpec) -> tuple[str, ...]:
     if spec.kind == "histogram":
         return (f"{base}_bucket", f"{base}_count", f"{base}_sum")
     return (base,)
+
+
+# --- Symfonic step events, tool and call spans, request details, exemplars (issue 13) ----------
+
+OP_TEXT_COMPLETION: Final = "text_completion"
+OP_EMBEDDINGS: Final = "embeddings"
+OP_RETRIEVAL: Final = "retrieval"
+# The model operations ``llm_end(operation_name=...)`` accepts; anything else records ``chat``.
+MODEL_OPERATIONS: Final = frozenset({OP_CHAT, OP_TEXT_COMPLETION, OP_EMBEDDINGS})
+
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+GEN_AI_REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+GEN_AI_REQUEST_FREQUENCY_PENALTY: Final = "gen_ai.request.frequency_penalty"
+GEN_AI_REQUEST_PRESENCE_PENALTY: Final = "gen_ai.request.presence_penalty"
+GEN_AI_REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
+GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
+GEN_AI_REQUEST_CHOICE_COUNT: Final = "gen_ai.request.choice.count"
+GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+# Content attributes of tool spans: only set when content capture is on.
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+# The semconv evaluation event, emitted for each fabrication detection beside our own event.
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"  # content: capture only
+EVALUATION_FABRICATION: Final = "symfonic.fabrication"
+
+RUN_PAUSED: Final = "symfonic.run.paused"
+RUN_PAUSE_KIND: Final = "symfonic.run.pause_kind"  # ``ask_user`` or ``interrupt``
+RUN_INTERRUPT_NAME: Final = "symfonic.run.interrupt_name"
+EVENT_RUN_PAUSED: Final = "symfonic.run.paused"
+PAUSE_ASK_USER: Final = "ask_user"
+PAUSE_INTERRUPT: Final = "interrupt"
+REACT_FORCED_TOOL_CHOICE: Final = "symfonic.react.forced_tool_choice"
+NODE_ERROR_MESSAGE: Final = "symfonic.node.error_message"  # content: capture only
+# A tool or node span still open when its run ended (its result never came).
+STEP_UNFINISHED: Final = "symfonic.step.unfinished"
+# Graph-node spans (``node_spans=True``): ``node {node_name}``, INTERNAL, no GenAI operation.
+NODE_SPAN_PREFIX: Final = "node"
+
+
+def node_span_name(node_name: str) -> str:
+    return f"{NODE_SPAN_PREFIX} {node_name}" if node_name else NODE_SPAN_PREFIX
+
+
+def operation_span_name(operation: str, target: str) -> str:
+    """``{operation} {target}`` as semconv names GenAI spans; the operation alone without one."""
+    return f"{operation} {target}" if target else operation
+
+
+CLIENT_TIME_TO_FIRST_CHUNK: Final = InstrumentSpec(
+    "gen_ai.client.operation.time_to_first_chunk",
+    "histogram",
+    "s",
+    "Time to receive the first chunk of a streamed response, from the request.",
+    GEN_AI_DURATION_BUCKETS,
+)
+EXECUTE_TOOL_DURATION: Final = InstrumentSpec(
+    "gen_ai.execute_tool.duration",
+    "histogram",
+    "s",
+    "The duration of a single tool execution.",
+    GEN_AI_DURATION_BUCKETS,
+)
+
+ALL_INSTRUMENTS = (*ALL_INSTRUMENTS, CLIENT_TIME_TO_FIRST_CHUNK, EXECUTE_TOOL_DURATION)
