@@ -133,6 +133,7 @@ class MetricEmitter:
         iterations: int,
         stop_reason: str | None,
         paused: bool = False,
+        span_context: SpanContext | None = None,
     ) -> None:
         instruments, attrs = self.instruments, self._attrs
         self._add(
@@ -156,11 +157,13 @@ class MetricEmitter:
             instruments.agent_duration.record,
             duration_s,
             self._cached(("duration", tenant, outcome), attrs.duration, tenant, outcome),
+            span_context,
         )
         self._record(
             instruments.react_iterations.record,
             iterations,
             self._cached(("iterations", tenant), attrs.iterations, tenant),
+            span_context,
         )
 
     def orphaned(self) -> None:

@@ -119,6 +119,7 @@ class RunFlow:
             run.iterations,
             end.stop_reason,
             paused is not None,
+            run.span.get_span_context(),
         )
         if end.malformed:
             core.drop("agent_end", MALFORMED)
