@@ -264,7 +264,7 @@ class CallFlow:
         core = self._core
         return core.spans.start_step(
             semconv.node_span_name(name),
-            "",
+            semconv.OP_INVOKE_NODE,
             run.tenant,
             run.run_id,
             core.parent_in(run),
@@ -280,9 +280,11 @@ class CallFlow:
         parent: Context | None,
         tenant_id: str | None,
         start_time_ns: int | None,
+        *,
+        root: bool = False,
     ) -> tuple[OpenRun | None, str, Context, int] | None:
-        """Where a call of the adapter goes: (its run, tenant, parent, start), or None (no run
-        and no parent: nothing to attach the span to)."""
+        """Where a call of the adapter goes: (its run, tenant, parent, start). With no run and no
+        parent: a root span when ``root``, else None."""
         core = self._core
         run_key = key(run_id)
         run = core.runs.get(run_key) if run_key else None
@@ -290,6 +292,8 @@ class CallFlow:
             where = parent
         elif run is not None:
             where = core.parent_in(run)
+        elif root:
+            where = EMPTY_CONTEXT  # never the ambient span
         else:
             return None
         tenant = run.tenant if run is not None else core.tenant(tenant_id)
@@ -334,7 +338,7 @@ class CallFlow:
         attributes: Mapping[str, AttributeValue] | None,
         start_time_ns: int | None,
     ) -> Span | None:
-        placed = self.start(run_id, parent, tenant_id, start_time_ns)
+        placed = self.start(run_id, parent, tenant_id, start_time_ns, root=True)
         if placed is None:
             return None
         run, tenant, where, start = placed

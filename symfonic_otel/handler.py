@@ -281,8 +281,9 @@ class OTelCallbackHandler(SymfonicProtocol):
         attributes: Attributes = None,
         start_time_ns: int | None = None,
     ) -> Span | None:
-        """Start a span of any other operation (``retrieval``, ``embeddings``, a graph node:
-        ``""`` for none), placed like ``start_tool``'s."""
+        """Start a span of any other operation (``retrieval``, ``invoke_node``...; ``""`` for
+        none): under ``parent`` when given, else the run's innermost node or the run; with
+        neither, a root span."""
         return self._open(
             "start_call",
             self._calls.start_call,

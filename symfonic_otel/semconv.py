@@ -357,12 +357,13 @@ REACT_FORCED_TOOL_CHOICE: Final = "symfonic.react.forced_tool_choice"
 NODE_ERROR_MESSAGE: Final = "symfonic.node.error_message"  # content: capture only
 # A tool or node span still open when its run ended (its result never came).
 STEP_UNFINISHED: Final = "symfonic.step.unfinished"
-# Graph-node spans (``node_spans=True``): ``node {node_name}``, INTERNAL, no GenAI operation.
-NODE_SPAN_PREFIX: Final = "node"
+# Graph-node spans (``node_spans=True``): ``invoke_node {node_name}``, INTERNAL. Semconv names
+# no operation for a graph step; this one is ours (the LangChain adapter's node spans use it too).
+OP_INVOKE_NODE: Final = "invoke_node"
 
 
 def node_span_name(node_name: str) -> str:
-    return f"{NODE_SPAN_PREFIX} {node_name}" if node_name else NODE_SPAN_PREFIX
+    return f"{OP_INVOKE_NODE} {node_name}" if node_name else OP_INVOKE_NODE
 
 
 def operation_span_name(operation: str, target: str) -> str:

@@ -310,11 +310,11 @@ async def test_node_spans_nest_model_and_tool_spans(telemetry: InMemoryTelemetry
         AgentEnd(run_id="r", final_response="x", duration_ms=1.0, node_count=2)
     )
     run = telemetry.span("invoke_agent symfonic")
-    react, tools = telemetry.span("node react"), telemetry.span("node tools")
+    react, tools = telemetry.span("invoke_node react"), telemetry.span("invoke_node tools")
     for node in (react, tools):
         assert node.kind is SpanKind.INTERNAL
         assert node.parent is not None and node.parent.span_id == run.context.span_id
-        assert "gen_ai.operation.name" not in _attrs(node)
+        assert _attrs(node)["gen_ai.operation.name"] == "invoke_node"
     assert _attrs(react)["symfonic.node.name"] == "react"
     chat = telemetry.span("chat gpt-4o")
     assert chat.parent is not None and chat.parent.span_id == react.context.span_id
@@ -337,11 +337,11 @@ async def test_node_end_without_start_is_rebuilt_from_its_duration(
     handler.node_error(NodeError(node_name="boom", run_id="r", error="bad", error_type="E"))
     handler.node_end(SimpleNamespace(node_name="nothing", run_id="r"))  # no start, no duration
     handler.agent_end(AgentEnd(run_id="r", final_response="x", duration_ms=1.0, node_count=1))
-    late = telemetry.span("node late")
+    late = telemetry.span("invoke_node late")
     assert late.start_time is not None and late.end_time is not None
     assert late.end_time - late.start_time == 40_000_000
     assert late.end_time >= before
-    boom = telemetry.span("node boom")
+    boom = telemetry.span("invoke_node boom")
     assert boom.status.status_code is StatusCode.ERROR
     assert _attrs(boom)["symfonic.node.error_message"] == "bad"  # capture on
     assert _dropped(telemetry, "unknown_call") == 1
