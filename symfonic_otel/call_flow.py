@@ -179,9 +179,9 @@ class CallFlow:
             cost,
             pricing_unknown,
             recovered,
-            operation=operation,
-            ttfc_s=ttfc,
-            span_context=span_context,
+            operation,
+            ttfc,
+            span_context,
         )
 
     # --- Symfonic tool and node events ------------------------------------------------------------

@@ -163,7 +163,6 @@ class MetricEmitter:
             instruments.react_iterations.record,
             iterations,
             self._cached(("iterations", tenant), attrs.iterations, tenant),
-            span_context,
         )
 
     def orphaned(self) -> None:
@@ -213,7 +212,6 @@ class MetricEmitter:
         cost: float | None,
         pricing_unknown: bool,
         recovered: bool | None,
-        *,
         operation: str = semconv.OP_CHAT,
         ttfc_s: float | None = None,
         span_context: SpanContext | None = None,

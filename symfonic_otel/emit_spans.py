@@ -158,14 +158,8 @@ class SpanEmitter:
             )
         if usage.reasoning_tokens:
             attributes[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
-        if call.response_id is not None:
-            attributes[semconv.GEN_AI_RESPONSE_ID] = call.response_id
-        if call.response_model is not None:
-            attributes[semconv.GEN_AI_RESPONSE_MODEL] = call.response_model
-        if call.forced_tool_choice is not None:
-            attributes[semconv.REACT_FORCED_TOOL_CHOICE] = call.forced_tool_choice
-        if call.request:
-            attributes.update(call.request)
+        if call.details is not None:
+            attributes.update(call.details)
         if where.ttfc_s is not None:
             attributes[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = where.ttfc_s
         if where.cost is not None:

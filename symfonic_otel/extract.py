@@ -18,7 +18,6 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.events import TokenUsage
 from symfonic_otel.pricing import cache_in_input
 from symfonic_otel.request_params import request_attributes
 from symfonic_otel.sanitise import (
@@ -175,17 +174,16 @@ class Usage:
         return max(plain, 0)
 
 
-_DETAIL_KEYS: Final = (
-    "input_token_details",
-    "output_token_details",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
-    "prompt_tokens_details",
-    "completion_tokens_details",
-)
+def _detail(raw: Mapping[Any, Any], details_key: str, key: str) -> int:
+    details = raw.get(details_key)
+    if not isinstance(details, Mapping):
+        return 0
+    return _tokens(details, key) or 0
 
 
 def usage(event: object) -> Usage:
+    """Token counts, read the way seed 003's ``TokenUsage`` reads them (first usable source
+    wins): LangChain's ``usage_metadata`` details, OpenAI's and Anthropic's raw usage."""
     raw = getattr(event, "usage", None)
     if not isinstance(raw, Mapping):
         return Usage(None, None)
@@ -193,14 +191,20 @@ def usage(event: object) -> Usage:
         _tokens(raw, "input_tokens", "prompt_tokens"),
         _tokens(raw, "output_tokens", "completion_tokens"),
     )
-    if any(key in raw for key in _DETAIL_KEYS):  # read the details the way seed 003 does
-        typed = TokenUsage.from_usage(raw)
-        if max(typed.cache_read_tokens, typed.cache_creation_tokens) <= _MAX_TOKENS:
-            reading.cache_read_tokens = typed.cache_read_tokens
-            reading.cache_creation_tokens = typed.cache_creation_tokens
-            reading.cache_in_input = cache_in_input(raw)
-        if typed.reasoning_tokens <= _MAX_TOKENS:
-            reading.reasoning_tokens = typed.reasoning_tokens
+    reading.cache_read_tokens = (
+        _detail(raw, "input_token_details", "cache_read")
+        or _detail(raw, "prompt_tokens_details", "cached_tokens")
+        or _tokens(raw, "cache_read_input_tokens")
+        or 0
+    )
+    reading.cache_creation_tokens = _detail(raw, "input_token_details", "cache_creation") or (
+        _tokens(raw, "cache_creation_input_tokens") or 0
+    )
+    reading.reasoning_tokens = _detail(raw, "output_token_details", "reasoning") or _detail(
+        raw, "completion_tokens_details", "reasoning_tokens"
+    )
+    if reading.cache_read_tokens or reading.cache_creation_tokens:
+        reading.cache_in_input = cache_in_input(raw)
     return reading
 
 
@@ -236,11 +240,9 @@ class ModelCall:
     timing: Timing
     usage: Usage
     pricing_unknown: bool  # the event's own flag
-    # Extensions read duck-typed (None / empty when the event does not carry them).
-    response_id: str | None
-    response_model: str | None
-    forced_tool_choice: str | None
-    request: dict[str, AttributeValue]  # ``gen_ai.request.*`` from ``invocation_params``
+    # The span attributes of the event's optional fields (response id and model, forced tool
+    # choice, request parameters), built once; None when it carries none (Symfonic's own).
+    details: dict[str, AttributeValue] | None
 
 
 def model_call(
@@ -258,11 +260,32 @@ def model_call(
         timing=call_timing(event, start_ns, end_ns),
         usage=usage(event),
         pricing_unknown=flag(event, "pricing_unknown"),
-        response_id=opt_name(event, "response_id", MAX_ID_BYTES),
-        response_model=opt_name(event, "response_model", MAX_NAME_BYTES),
-        forced_tool_choice=opt_name(event, "forced_tool_choice", MAX_NAME_BYTES),
-        request=request_attributes(getattr(event, "invocation_params", None)),
+        details=call_details(event),
     )
+
+
+# This package's optional LLMEnd fields: (attribute, field, byte cap).
+_OPTIONAL_NAMES: Final = (
+    (semconv.GEN_AI_RESPONSE_ID, "response_id", MAX_ID_BYTES),
+    (semconv.GEN_AI_RESPONSE_MODEL, "response_model", MAX_NAME_BYTES),
+    (semconv.REACT_FORCED_TOOL_CHOICE, "forced_tool_choice", MAX_NAME_BYTES),
+)
+
+
+def call_details(event: object) -> dict[str, AttributeValue] | None:
+    details: dict[str, AttributeValue] | None = None
+    for key, name, max_bytes in _OPTIONAL_NAMES:
+        value = opt_name(event, name, max_bytes)
+        if value is not None:
+            if details is None:
+                details = {}
+            details[key] = value
+    params = getattr(event, "invocation_params", None)
+    if params:
+        request = request_attributes(params)
+        if request:
+            details = request if details is None else {**details, **request}
+    return details
 
 
 def opt_name(event: object, name: str, max_bytes: int) -> str | None:

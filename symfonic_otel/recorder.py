@@ -74,6 +74,7 @@ class DeferredRecorder:
     __slots__ = (
         "__weakref__",
         "_cap",
+        "_last",
         "_lock",
         "_queue",
         "_series_cap",
@@ -86,6 +87,8 @@ class DeferredRecorder:
         self._cap = cap
         self._series_cap = series_cap
         self.failed = 0
+        # The context of the last span applied: a call's duration and tokens share it.
+        self._last: tuple[SpanContext, Context] | None = None
         self._queue: deque[tuple[Apply, float, Mapping[str, Any], SpanContext | None]] = deque()
         # Keyed by identity: the handler reuses one cached dict per attribute set, so identity
         # is a cheap exact key (the entry holds the dict, so its id cannot be reused meanwhile).
@@ -173,7 +176,10 @@ class DeferredRecorder:
             if span_context is None:
                 apply(value, attributes)
             else:
-                apply(value, attributes, context=_span_as_context(span_context))
+                last = self._last
+                if last is None or last[0] is not span_context:
+                    last = self._last = (span_context, _span_as_context(span_context))
+                apply(value, attributes, context=last[1])
         except Exception:  # one bad measurement must not stall the rest of the queue
             self.failed += 1
         return True
