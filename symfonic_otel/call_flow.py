@@ -31,6 +31,7 @@ from symfonic_otel.handler_core import (
     HandlerCore,
     key,
 )
+from symfonic_otel.recorder import span_link
 from symfonic_otel.runs import OpenRun
 from symfonic_otel.sanitise import (
     MAX_CALL_MS,
@@ -181,7 +182,7 @@ class CallFlow:
             recovered,
             operation,
             ttfc,
-            span_context,
+            span_link(span_context),
         )
 
     # --- Symfonic tool and node events ------------------------------------------------------------
@@ -390,5 +391,5 @@ class CallFlow:
                 call.tool,
                 error,
                 (end_ns - call.start_ns) / 1e9,
-                call.span.get_span_context(),
+                span_link(call.span.get_span_context()),
             )

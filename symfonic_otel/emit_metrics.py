@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from opentelemetry.metrics import Meter
-from opentelemetry.trace import SpanContext
 
 from symfonic_otel import metric_attrs, semconv
 from symfonic_otel.budget import (
@@ -27,7 +26,7 @@ from symfonic_otel.budget import (
 )
 from symfonic_otel.instruments import Instruments
 from symfonic_otel.labels import BoundedLabels
-from symfonic_otel.recorder import DeferredRecorder, recorder_for
+from symfonic_otel.recorder import DeferredRecorder, SpanLink, recorder_for
 from symfonic_otel.sanitise import clean_label
 
 OTHER: Final = semconv.OTHER_VALUE
@@ -133,7 +132,7 @@ class MetricEmitter:
         iterations: int,
         stop_reason: str | None,
         paused: bool = False,
-        span_context: SpanContext | None = None,
+        link: SpanLink | None = None,
     ) -> None:
         instruments, attrs = self.instruments, self._attrs
         self._add(
@@ -154,13 +153,13 @@ class MetricEmitter:
         if duration_s is None:
             return
         self._record(
-            instruments.agent_duration.record,
+            instruments.agent_duration,
             duration_s,
             self._cached(("duration", tenant, outcome), attrs.duration, tenant, outcome),
-            span_context,
+            link,
         )
         self._record(
-            instruments.react_iterations.record,
+            instruments.react_iterations,
             iterations,
             self._cached(("iterations", tenant), attrs.iterations, tenant),
         )
@@ -186,7 +185,7 @@ class MetricEmitter:
             ),
         )
         self._record(
-            self.instruments.fabrication_confidence.record,
+            self.instruments.fabrication_confidence,
             confidence,
             self._cached(("fabconf", mode, action), metric_attrs.fabrication, None, mode, action),
         )
@@ -214,14 +213,14 @@ class MetricEmitter:
         recovered: bool | None,
         operation: str = semconv.OP_CHAT,
         ttfc_s: float | None = None,
-        span_context: SpanContext | None = None,
+        link: SpanLink | None = None,
     ) -> None:
         """One model call; ``recovered`` is None unless it was a synthesis call.
 
         Attribute sets are cached per *requested* label combination, so the budget is consulted
         once per combination: a pool's decision never changes (admitted keys stay admitted, and
-        a pool that refused once is full for good). Histogram values carry ``span_context``, the
-        call's span, as their exemplar.
+        a pool that refused once is full for good). Histogram values carry ``link``, the call's
+        span, as their exemplar.
         """
         instruments = self.instruments
         cache = self._cache
@@ -229,20 +228,20 @@ class MetricEmitter:
         if op_attrs is None:
             op_attrs = self._op_set(tenant, operation, model, node, provider, error)
         if duration_s is not None:
-            self._record(instruments.operation_duration.record, duration_s, op_attrs, span_context)
+            self._record(instruments.operation_duration, duration_s, op_attrs, link)
         if ttfc_s is not None:  # its sets are those of a successful call (no error.type)
             ttfc_attrs = op_attrs
             if error is not None:
                 ttfc_attrs = cache.get(("op", tenant, operation, model, node, provider, None)) or (
                     self._op_set(tenant, operation, model, node, provider, None)
                 )
-            self._record(instruments.time_to_first_chunk.record, ttfc_s, ttfc_attrs, span_context)
+            self._record(instruments.time_to_first_chunk, ttfc_s, ttfc_attrs, link)
         for token_type, count in zip(
             (semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT), tokens, strict=True
         ):
             if count is not None:
                 self._record(
-                    instruments.token_usage.record,
+                    instruments.token_usage,
                     count,
                     self._cached(
                         ("tokens", tenant, operation, model, node, provider, error, token_type),
@@ -250,7 +249,7 @@ class MetricEmitter:
                         op_attrs,
                         token_type,
                     ),
-                    span_context,
+                    link,
                 )
         cost_attrs = cache.get(("cost", tenant, model, node, pricing_unknown))
         if cost_attrs is None:
@@ -278,7 +277,7 @@ class MetricEmitter:
         tool: str,
         error: str | None,
         duration_s: float,
-        span_context: SpanContext | None,
+        link: SpanLink | None,
     ) -> None:
         """``gen_ai.execute_tool.duration``; ``tool`` and ``error`` are raw (bounded here)."""
         attrs = self._cache.get(("tool", tenant, tool, error))
@@ -289,7 +288,7 @@ class MetricEmitter:
             if not self._tool_pool.admit(key):
                 key = (tenant, OTHER, OTHER if error is not None else None)
             attrs = self._remember(("tool", tenant, tool, error), self._attrs.tool(*key))
-        self._record(self.instruments.tool_duration.record, duration_s, attrs, span_context)
+        self._record(self.instruments.tool_duration, duration_s, attrs, link)
 
     def _op_set(
         self,

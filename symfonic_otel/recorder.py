@@ -20,12 +20,13 @@ same, and shutdown / ``force_flush`` (which collect) lose nothing. It removes mo
 per-measurement cost (attribute cleaning and hashing) for counters; histograms need every value
 and stay queued.
 
-A histogram value may carry the ``SpanContext`` of the span it describes (a ``chat`` span's
-duration and tokens, a tool span's duration). It is applied with that span as its context, so
-the SDK's exemplar filter (trace-based by default) and reservoir link the value to its trace,
-exactly as a synchronous ``record(..., context=...)`` would; only the exemplar's timestamp is
-that of the collection. Keeping the context costs the hot path one tuple slot: the context
-object is built at collection.
+A histogram value may carry a link to the span it describes (a ``chat`` span's duration and
+tokens, a tool span's duration): its trace and span ids, kept only for sampled spans (the ones
+the SDK's default trace-based exemplar filter keeps). It is applied with that span as its
+context, so the SDK's exemplar reservoir links the value to its trace exactly as a synchronous
+``record(..., context=...)`` would; only the exemplar's timestamp is that of the collection. The
+hot path keeps two ints per value (no span, no context objects alive until the collection);
+the context is built at collection, once per span.
 """
 
 from __future__ import annotations
@@ -40,9 +41,29 @@ from typing import Any, Final, Protocol
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
-from opentelemetry.trace import NonRecordingSpan, SpanContext
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-Apply = Callable[..., None]  # a histogram's ``record(value, attributes, context=None)``
+SpanLink = tuple[int, int]  # (trace id, span id) of a sampled span
+
+
+class Recordable(Protocol):
+    """A histogram: anything with the SDK's ``record(amount, attributes, context=None)``."""
+
+    def record(
+        self,
+        amount: float,
+        attributes: Mapping[str, Any] | None = None,
+        context: Context | None = None,
+    ) -> None: ...
+
+
+def span_link(span_context: SpanContext) -> SpanLink | None:
+    """What a value keeps of its span: the ids of a sampled span, else nothing."""
+    if span_context.trace_flags & TraceFlags.SAMPLED:
+        return span_context.trace_id, span_context.span_id
+    return None
+
+
 _HOOK_NAME: Final = "symfonic.telemetry.collection_hook"
 DEFAULT_CAP: Final = 16_384
 # Distinct counter series summed between collections. Attribute sets are cached and bounded by
@@ -88,8 +109,8 @@ class DeferredRecorder:
         self._series_cap = series_cap
         self.failed = 0
         # The context of the last span applied: a call's duration and tokens share it.
-        self._last: tuple[SpanContext, Context] | None = None
-        self._queue: deque[tuple[Apply, float, Mapping[str, Any], SpanContext | None]] = deque()
+        self._last: tuple[SpanLink, Context] | None = None
+        self._queue: deque[tuple[Recordable, float, Mapping[str, Any], SpanLink | None]] = deque()
         # Keyed by identity: the handler reuses one cached dict per attribute set, so identity
         # is a cheap exact key (the entry holds the dict, so its id cannot be reused meanwhile).
         self._sums: dict[tuple[int, int], _Sum] = {}
@@ -136,14 +157,18 @@ class DeferredRecorder:
 
     def record(
         self,
-        apply: Apply,
+        histogram: Recordable,
         value: float,
         attributes: Mapping[str, Any],
-        span_context: SpanContext | None = None,
+        link: SpanLink | None = None,
     ) -> None:
-        """Queue ``apply(value, attributes)``; with ``span_context``, as that span's exemplar."""
+        """Queue ``histogram.record(value, attributes)``; with ``link``, in that span's context.
+
+        The instrument itself is queued, not its bound ``record`` method: one object less per
+        value.
+        """
         queue = self._queue
-        queue.append((apply, value, attributes, span_context))
+        queue.append((histogram, value, attributes, link))
         if len(queue) > self._cap:
             self._apply_one()
 
@@ -169,17 +194,17 @@ class DeferredRecorder:
 
     def _apply_one(self) -> bool:
         try:
-            apply, value, attributes, span_context = self._queue.popleft()
+            histogram, value, attributes, link = self._queue.popleft()
         except IndexError:
             return False
         try:
-            if span_context is None:
-                apply(value, attributes)
+            if link is None:
+                histogram.record(value, attributes)
             else:
                 last = self._last
-                if last is None or last[0] is not span_context:
-                    last = self._last = (span_context, _span_as_context(span_context))
-                apply(value, attributes, context=last[1])
+                if last is None or last[0] is not link:
+                    last = self._last = (link, _link_context(link))
+                histogram.record(value, attributes, context=last[1])
         except Exception:  # one bad measurement must not stall the rest of the queue
             self.failed += 1
         return True
@@ -188,7 +213,11 @@ class DeferredRecorder:
 _EMPTY_CONTEXT: Final = Context()
 
 
-def _span_as_context(span_context: SpanContext) -> Context:
+_SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+
+
+def _link_context(link: SpanLink) -> Context:
+    span_context = SpanContext(link[0], link[1], is_remote=False, trace_flags=_SAMPLED)
     return trace.set_span_in_context(NonRecordingSpan(span_context), _EMPTY_CONTEXT)
 
 

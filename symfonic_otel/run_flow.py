@@ -26,6 +26,7 @@ from symfonic_otel.handler_core import (
     UNKNOWN_RUN,
     HandlerCore,
 )
+from symfonic_otel.recorder import span_link
 from symfonic_otel.runs import OpenRun
 from symfonic_otel.sanitise import clean_attributes
 
@@ -119,7 +120,7 @@ class RunFlow:
             run.iterations,
             end.stop_reason,
             paused is not None,
-            run.span.get_span_context(),
+            span_link(run.span.get_span_context()),
         )
         if end.malformed:
             core.drop("agent_end", MALFORMED)
