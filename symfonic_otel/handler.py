@@ -35,6 +35,7 @@ from symfonic_otel.protocol import SymfonicProtocol
 from symfonic_otel.run_flow import RunFlow
 from symfonic_otel.runs import RunRegistry
 from symfonic_otel.sanitise import MAX_CALL_MS, clean_label
+from symfonic_otel.step_flow import StepFlow
 from symfonic_otel.steps import OpenCalls
 from symfonic_otel.tenancy import sanitise_tenant
 
@@ -102,6 +103,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         )
         self._runs = RunFlow(core)
         self._calls = CallFlow(core)
+        self._steps = StepFlow(core)
         # Runs past their TTL are closed at every metric collection, even with no traffic; at
         # shutdown and exit every open run is closed before the final flush.
         emitter.recorder.on_collect(self.expire_runs)
@@ -205,19 +207,19 @@ class OTelCallbackHandler(SymfonicProtocol):
 
     def tool_call_start(self, event: Any) -> None:
         """A ``ToolCallStartEvent``: its ``executing`` phase opens the tool span."""
-        self._guard("tool_call_start", self._calls.tool_call_start, event)
+        self._guard("tool_call_start", self._steps.tool_call_start, event)
 
     def tool_result(self, event: Any) -> None:
-        self._guard("tool_result", self._calls.tool_result, event)
+        self._guard("tool_result", self._steps.tool_result, event)
 
     def node_start(self, event: Any) -> None:
-        self._guard("node_start", self._calls.node_start, event)
+        self._guard("node_start", self._steps.node_start, event)
 
     def node_end(self, event: Any) -> None:
-        self._guard("node_end", self._calls.node_end, event, failed=False)
+        self._guard("node_end", self._steps.node_end, event, failed=False)
 
     def node_error(self, event: Any) -> None:
-        self._guard("node_error", self._calls.node_end, event, failed=True)
+        self._guard("node_error", self._steps.node_end, event, failed=True)
 
     def interrupt(self, event: Any) -> None:
         self._guard("interrupt", self._runs.pause, event, semconv.PAUSE_INTERRUPT, "interrupt")
@@ -248,7 +250,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         innermost node or the run; with neither a run nor a parent, None."""
         return self._open(
             "start_tool",
-            self._calls.start_tool,
+            self._steps.start_tool,
             run_id,
             tool_name,
             call_id,
@@ -268,7 +270,7 @@ class OTelCallbackHandler(SymfonicProtocol):
     ) -> None:
         """End a tool span (recording ``gen_ai.execute_tool.duration``) or any ``start_call``."""
         if span is not None:
-            self._guard("end_tool", self._calls.end, span, error_type, end_time_ns, attributes)
+            self._guard("end_tool", self._steps.end, span, error_type, end_time_ns, attributes)
 
     def start_call(
         self,
@@ -286,7 +288,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         neither, a root span."""
         return self._open(
             "start_call",
-            self._calls.start_call,
+            self._steps.start_call,
             operation_name,
             span_name,
             run_id,
@@ -305,7 +307,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         end_time_ns: int | None = None,
     ) -> None:
         if span is not None:
-            self._guard("end_call", self._calls.end, span, error_type, end_time_ns, attributes)
+            self._guard("end_call", self._steps.end, span, error_type, end_time_ns, attributes)
 
     # --- runs ---------------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -97,7 +96,3 @@ def key(run_id: object) -> str:
         return ""
     text = run_id if isinstance(run_id, str) else str(run_id)
     return run_key(text) if text else ""
-
-
-def now_ns() -> int:
-    return time.time_ns()
