@@ -3,7 +3,7 @@
 Layers, as in opentelemetry-util-genai: guarded public methods read the caller's event into a
 typed record (``extract``, ``extract_steps``: one bad field never loses the event, every value
 is made encodable), resolve the run it belongs to and its tenant, then hand the record to the
-``SpanEmitter`` and the ``MetricEmitter`` (through the run flow and the call flow). The handler
+``SpanEmitter`` and the ``MetricEmitter`` (through the run, call and step flows). The handler
 never raises into the agent, never does I/O (exporters run in the SDK's processors), and keeps
 bounded state: open runs live in a ``RunRegistry`` with a TTL and a cap, swept at every metric
 collection too, and closed at shutdown and exit; a run's open steps go with it.

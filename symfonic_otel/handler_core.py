@@ -1,7 +1,8 @@
 """What every event flow of the handler shares: emitters, registries, tenants and loss counting.
 
-``OTelCallbackHandler`` builds one ``HandlerCore``; the run flow (``run_flow``) and the call flow
-(``call_flow``) read events into records and hand them to the emitters through it.
+``OTelCallbackHandler`` builds one ``HandlerCore``; the run flow (``run_flow``: runs, pauses,
+checks), the call flow (``call_flow``: model calls) and the step flow (``step_flow``: tools,
+nodes, other calls) read events into records and hand them to the emitters through it.
 """
 
 from __future__ import annotations
