@@ -43,14 +43,18 @@ CARDINALITY_LIMIT: Final = 100_000
 
 # Coarse attribute sets per tenant, per instrument (the closed label sets multiplied out).
 PER_TENANT: Final[Mapping[str, int]] = {
-    # completed x {empty, not empty, unknown}, error, cancelled, abandoned, _OTHER
-    semconv.AGENT_RUNS.name: 7,
+    # completed x {empty, not empty, unknown}, completed and paused, error, cancelled,
+    # abandoned, _OTHER
+    semconv.AGENT_RUNS.name: 8,
     semconv.AGENT_DURATION.name: 5,  # completed, error, cancelled, abandoned, _OTHER
     semconv.SILENT_BAILS.name: 3,  # the two termination reasons, _OTHER
     semconv.SYNTHESIS_FALLBACKS.name: 2,  # recovered true / false
     semconv.REACT_ITERATIONS.name: 1,
-    semconv.CLIENT_OPERATION_DURATION.name: 2,  # succeeded, failed
-    semconv.CLIENT_TOKEN_USAGE.name: 4,  # (succeeded, failed) x (input, output)
+    # The model operations (chat, text_completion, embeddings) x (succeeded, failed)
+    semconv.CLIENT_OPERATION_DURATION.name: 2 * len(semconv.MODEL_OPERATIONS),
+    semconv.CLIENT_TOKEN_USAGE.name: 4 * len(semconv.MODEL_OPERATIONS),  # x (input, output)
+    semconv.CLIENT_TIME_TO_FIRST_CHUNK.name: len(semconv.MODEL_OPERATIONS),
+    semconv.EXECUTE_TOOL_DURATION.name: 2,  # succeeded, failed
     semconv.LLM_COST.name: 2,  # pricing known / unknown
     semconv.FABRICATION_DETECTIONS.name: 10,  # the 9 (mode, action) pairs, (_OTHER, _OTHER)
     semconv.STOP_REASONS.name: len(semconv.STOP_REASON_VALUES) + 1,  # + _OTHER
@@ -59,6 +63,9 @@ POOLED: Final[Mapping[str, int]] = {
     semconv.SYNTHESIS_FALLBACKS.name: DETAIL_POOL,
     semconv.CLIENT_OPERATION_DURATION.name: DETAIL_POOL,
     semconv.CLIENT_TOKEN_USAGE.name: 2 * DETAIL_POOL,  # the operation's sets x 2 token types
+    # Time to first chunk shares the operation's pool: its sets are those of successful calls.
+    semconv.CLIENT_TIME_TO_FIRST_CHUNK.name: DETAIL_POOL,
+    semconv.EXECUTE_TOOL_DURATION.name: DETAIL_POOL,
     semconv.LLM_COST.name: DETAIL_POOL,
     semconv.STOP_REASONS.name: STOP_REASON_POOL,
 }
@@ -67,7 +74,7 @@ FIXED: Final[Mapping[str, int]] = {
     semconv.ACTIVE_RUNS.name: 1,
     semconv.ORPHANED_RUNS.name: 1,
     semconv.FABRICATION_CONFIDENCE.name: 10,
-    semconv.DROPPED_EVENTS.name: 64,  # event kinds x drop reasons
+    semconv.DROPPED_EVENTS.name: 128,  # event kinds x drop reasons
     semconv.DROPPED_SPANS.name: 3,  # the three span drop reasons
 }
 

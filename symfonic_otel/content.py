@@ -37,3 +37,21 @@ def messages_json(role: str, text: str) -> tuple[str, bool]:
     clipped, truncated = truncate(text)
     payload = [{"role": role, "parts": [{"type": "text", "content": clipped}]}]
     return json.dumps(payload, ensure_ascii=False), truncated
+
+
+def json_text(value: object) -> tuple[str, bool]:
+    """A tool's arguments or result as text: strings as they are, anything else as JSON.
+
+    Truncated to the capture limit; a value that cannot be serialised becomes its ``repr``-like
+    string form rather than failing.
+    """
+    if isinstance(value, str):
+        return truncate(value)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except Exception:  # circular, or a default= that raises: fall back to the string form
+        try:
+            text = str(value)
+        except Exception:
+            text = ""
+    return truncate(text)

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from opentelemetry.metrics import Meter
 
-from symfonic_otel import semconv
+from symfonic_otel import metric_attrs, semconv
 from symfonic_otel.budget import (
     DETAIL_POOL,
     MAX_ERROR_TYPES,
@@ -26,13 +26,14 @@ from symfonic_otel.budget import (
 )
 from symfonic_otel.instruments import Instruments
 from symfonic_otel.labels import BoundedLabels
-from symfonic_otel.recorder import DeferredRecorder, recorder_for
+from symfonic_otel.recorder import DeferredRecorder, SpanLink, recorder_for
 from symfonic_otel.sanitise import clean_label
 
 OTHER: Final = semconv.OTHER_VALUE
 MAX_MODELS: Final = 200
 MAX_NODES: Final = 32
 MAX_PROVIDERS: Final = 32
+MAX_TOOLS: Final = 200
 _ATTRS_CACHE_CAP: Final = 4096
 TERMINATION_REASONS: Final = frozenset({"tool_calls_with_no_text", "no_content_no_tool_calls"})
 FABRICATION_PAIRS: Final = frozenset(
@@ -51,7 +52,7 @@ FABRICATION_PAIRS: Final = frozenset(
 _KNOWN_STOP_REASONS: Final = frozenset(semconv.STOP_REASON_VALUES)
 # Series created at zero for a new tenant: runs by outcome (and empty flag), silent bails by
 # termination reason, run exits by stop reason, and the fabrication action of each check mode.
-_SEEDED_RUNS: Final[tuple[tuple[str, bool | None], ...]] = (
+_SEEDED_RUNS: Final[tuple[tuple[str, bool | None], ...]] = (  # not paused
     ("completed", False),
     ("completed", True),
     ("completed", None),
@@ -78,7 +79,7 @@ class MetricEmitter:
         self.recorder: DeferredRecorder = recorder_for(meter)
         self._record = self.recorder.record  # histograms: every value, applied at collection
         self._add = self.recorder.add  # counters: summed per series, one SDK add per collection
-        self._agent = agent_name
+        self._attrs = metric_attrs.AgentAttrs(agent_name)
         self.agent_attrs: dict[str, Any] = {semconv.GEN_AI_AGENT_NAME: agent_name}
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
         self.models = BoundedLabels(MAX_MODELS, OTHER, _label_or_other)
@@ -86,6 +87,8 @@ class MetricEmitter:
         self.providers = BoundedLabels(MAX_PROVIDERS, OTHER, _label_or_other)
         self.errors = BoundedLabels(MAX_ERROR_TYPES, OTHER, _label_or_other)
         self._stop_values = BoundedLabels(MAX_PASSTHROUGH_STOP_REASONS, OTHER, _label_or_other)
+        self.tools = BoundedLabels(MAX_TOOLS, OTHER, _label_or_other)
+        self._tool_pool = DetailPool(DETAIL_POOL)
         self._op_pool = DetailPool(DETAIL_POOL)  # shared by operation duration and token usage
         self._cost_pool = DetailPool(DETAIL_POOL)
         self._synthesis_pool = DetailPool(DETAIL_POOL)
@@ -104,15 +107,16 @@ class MetricEmitter:
             if tenant in self._seeded:
                 return
             self._seeded.add(tenant)
-        instruments, add = self.instruments, self._add
+        instruments, add, attrs = self.instruments, self._add, self._attrs
         for outcome, empty in _SEEDED_RUNS:
-            add(instruments.agent_runs, 0, self._runs_attrs(tenant, outcome, empty))
+            add(instruments.agent_runs, 0, attrs.runs(tenant, outcome, empty, False))
         for reason in sorted(TERMINATION_REASONS):
-            add(instruments.silent_bails, 0, self._bail_attrs(tenant, reason))
+            add(instruments.silent_bails, 0, attrs.bail(tenant, reason))
         for stop in semconv.STOP_REASON_VALUES:
-            add(instruments.stop_reasons, 0, self._stop_attrs(tenant, stop))
+            add(instruments.stop_reasons, 0, attrs.stop(tenant, stop))
         for mode, action in _SEEDED_FABRICATION:
-            add(instruments.fabrication_detections, 0, self._fab_attrs(tenant, mode, action))
+            fabrication = metric_attrs.fabrication(tenant, mode, action)
+            add(instruments.fabrication_detections, 0, fabrication)
 
     # --- runs -------------------------------------------------------------------------------
 
@@ -127,13 +131,15 @@ class MetricEmitter:
         duration_s: float | None,
         iterations: int,
         stop_reason: str | None,
+        paused: bool = False,
+        link: SpanLink | None = None,
     ) -> None:
-        instruments = self.instruments
+        instruments, attrs = self.instruments, self._attrs
         self._add(
             instruments.agent_runs,
             1,
             self._cached(
-                ("runs", tenant, outcome, empty), self._runs_attrs, tenant, outcome, empty
+                ("runs", tenant, outcome, empty, paused), attrs.runs, tenant, outcome, empty, paused
             ),
         )
         self._add(instruments.active_runs, -1, self.agent_attrs)
@@ -142,19 +148,20 @@ class MetricEmitter:
             self._add(
                 instruments.stop_reasons,
                 1,
-                self._cached(("stop", tenant, stop), self._stop_attrs, tenant, stop),
+                self._cached(("stop", tenant, stop), attrs.stop, tenant, stop),
             )
         if duration_s is None:
             return
         self._record(
-            instruments.agent_duration.record,
+            instruments.agent_duration,
             duration_s,
-            self._cached(("duration", tenant, outcome), self._duration_attrs, tenant, outcome),
+            self._cached(("duration", tenant, outcome), attrs.duration, tenant, outcome),
+            link,
         )
         self._record(
-            instruments.react_iterations.record,
+            instruments.react_iterations,
             iterations,
-            self._cached(("iterations", tenant), self._iteration_attrs, tenant),
+            self._cached(("iterations", tenant), attrs.iterations, tenant),
         )
 
     def orphaned(self) -> None:
@@ -164,7 +171,7 @@ class MetricEmitter:
         self._add(
             self.instruments.silent_bails,
             1,
-            self._cached(("bail", tenant, reason), self._bail_attrs, tenant, reason),
+            self._cached(("bail", tenant, reason), self._attrs.bail, tenant, reason),
         )
 
     def fabrication(self, tenant: str, mode: str, action: str, confidence: float) -> None:
@@ -173,19 +180,21 @@ class MetricEmitter:
         self._add(
             self.instruments.fabrication_detections,
             1,
-            self._cached(("fab", tenant, mode, action), self._fab_attrs, tenant, mode, action),
+            self._cached(
+                ("fab", tenant, mode, action), metric_attrs.fabrication, tenant, mode, action
+            ),
         )
         self._record(
-            self.instruments.fabrication_confidence.record,
+            self.instruments.fabrication_confidence,
             confidence,
-            self._cached(("fabconf", mode, action), self._fab_attrs, None, mode, action),
+            self._cached(("fabconf", mode, action), metric_attrs.fabrication, None, mode, action),
         )
 
     def dropped(self, event_kind: str, reason: str) -> None:
         self._add(
             self.instruments.dropped_events,
             1,
-            self._cached(("drop", event_kind, reason), _drop_attrs, event_kind, reason),
+            self._cached(("drop", event_kind, reason), metric_attrs.drop, event_kind, reason),
         )
 
     # --- model calls ------------------------------------------------------------------------
@@ -202,33 +211,45 @@ class MetricEmitter:
         cost: float | None,
         pricing_unknown: bool,
         recovered: bool | None,
+        operation: str = semconv.OP_CHAT,
+        ttfc_s: float | None = None,
+        link: SpanLink | None = None,
     ) -> None:
         """One model call; ``recovered`` is None unless it was a synthesis call.
 
         Attribute sets are cached per *requested* label combination, so the budget is consulted
         once per combination: a pool's decision never changes (admitted keys stay admitted, and
-        a pool that refused once is full for good).
+        a pool that refused once is full for good). Histogram values carry ``link``, the call's
+        span, as their exemplar.
         """
         instruments = self.instruments
         cache = self._cache
-        op_attrs = cache.get(("op", tenant, model, node, provider, error))
+        op_attrs = cache.get(("op", tenant, operation, model, node, provider, error))
         if op_attrs is None:
-            op_attrs = self._op_set(tenant, model, node, provider, error)
+            op_attrs = self._op_set(tenant, operation, model, node, provider, error)
         if duration_s is not None:
-            self._record(instruments.operation_duration.record, duration_s, op_attrs)
+            self._record(instruments.operation_duration, duration_s, op_attrs, link)
+        if ttfc_s is not None:  # its sets are those of a successful call (no error.type)
+            ttfc_attrs = op_attrs
+            if error is not None:
+                ttfc_attrs = cache.get(("op", tenant, operation, model, node, provider, None)) or (
+                    self._op_set(tenant, operation, model, node, provider, None)
+                )
+            self._record(instruments.time_to_first_chunk, ttfc_s, ttfc_attrs, link)
         for token_type, count in zip(
             (semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT), tokens, strict=True
         ):
             if count is not None:
                 self._record(
-                    instruments.token_usage.record,
+                    instruments.token_usage,
                     count,
                     self._cached(
-                        ("tokens", tenant, model, node, provider, error, token_type),
-                        _token_attrs,
+                        ("tokens", tenant, operation, model, node, provider, error, token_type),
+                        metric_attrs.tokens,
                         op_attrs,
                         token_type,
                     ),
+                    link,
                 )
         cost_attrs = cache.get(("cost", tenant, model, node, pricing_unknown))
         if cost_attrs is None:
@@ -236,7 +257,7 @@ class MetricEmitter:
             if not self._cost_pool.admit(cost_key):
                 cost_key = (tenant, OTHER, OTHER, pricing_unknown)
             cost_attrs = self._remember(
-                ("cost", tenant, model, node, pricing_unknown), _cost_attrs(*cost_key)
+                ("cost", tenant, model, node, pricing_unknown), metric_attrs.cost(*cost_key)
             )
         self._add(instruments.llm_cost, cost or 0.0, cost_attrs)
         if recovered is not None:
@@ -246,19 +267,46 @@ class MetricEmitter:
                 if not self._synthesis_pool.admit(synthesis_key):
                     synthesis_key = (tenant, OTHER, recovered)
                 synthesis_attrs = self._remember(
-                    ("synthesis", tenant, model, recovered), _synthesis_attrs(*synthesis_key)
+                    ("synthesis", tenant, model, recovered), metric_attrs.synthesis(*synthesis_key)
                 )
             self._add(instruments.synthesis_fallbacks, 1, synthesis_attrs)
 
+    def tool_call(
+        self,
+        tenant: str,
+        tool: str,
+        error: str | None,
+        duration_s: float,
+        link: SpanLink | None,
+    ) -> None:
+        """``gen_ai.execute_tool.duration``; ``tool`` and ``error`` are raw (bounded here)."""
+        attrs = self._cache.get(("tool", tenant, tool, error))
+        if attrs is None:
+            label = self.tools(tool) if tool else OTHER
+            error_label = self.errors(error) if error is not None else None
+            key: tuple[Any, ...] = (tenant, label, error_label)
+            if not self._tool_pool.admit(key):
+                key = (tenant, OTHER, OTHER if error is not None else None)
+            attrs = self._remember(("tool", tenant, tool, error), self._attrs.tool(*key))
+        self._record(self.instruments.tool_duration, duration_s, attrs, link)
+
     def _op_set(
-        self, tenant: str, model: str, node: str, provider: str | None, error: str | None
+        self,
+        tenant: str,
+        operation: str,
+        model: str,
+        node: str,
+        provider: str | None,
+        error: str | None,
     ) -> dict[str, Any]:
         """First call of a label combination: admit it (or fold it), seed its synthesis series."""
         self._seed_synthesis(tenant, model)
-        key: tuple[Any, ...] = (tenant, model, node, provider, error)
+        key: tuple[Any, ...] = (tenant, operation, model, node, provider, error)
         if not self._op_pool.admit(key):
-            key = (tenant, OTHER, OTHER, OTHER, OTHER if error is not None else None)
-        return self._remember(("op", tenant, model, node, provider, error), _op_attrs(*key))
+            key = (tenant, operation, OTHER, OTHER, OTHER, OTHER if error is not None else None)
+        return self._remember(
+            ("op", tenant, operation, model, node, provider, error), metric_attrs.operation(*key)
+        )
 
     def _remember(self, key: tuple[object, ...], attrs: dict[str, Any]) -> dict[str, Any]:
         if len(self._cache) >= _ATTRS_CACHE_CAP:
@@ -286,7 +334,7 @@ class MetricEmitter:
             self._add(
                 self.instruments.synthesis_fallbacks,
                 0,
-                _synthesis_attrs(tenant, model, recovered),
+                metric_attrs.synthesis(tenant, model, recovered),
             )
 
     # --- labels and attribute sets ----------------------------------------------------------
@@ -310,83 +358,3 @@ class MetricEmitter:
             attrs = build(*args)
             self._cache[key] = attrs
         return attrs
-
-    def _runs_attrs(self, tenant: str, outcome: str, empty: bool | None) -> dict[str, Any]:
-        attrs: dict[str, Any] = {
-            semconv.TENANT_ID: tenant,
-            semconv.GEN_AI_AGENT_NAME: self._agent,
-            semconv.RUN_OUTCOME: outcome,
-        }
-        if empty is not None:
-            attrs[semconv.RESPONSE_EMPTY] = empty
-        return attrs
-
-    def _duration_attrs(self, tenant: str, outcome: str) -> dict[str, Any]:
-        return {
-            semconv.TENANT_ID: tenant,
-            semconv.GEN_AI_AGENT_NAME: self._agent,
-            semconv.RUN_OUTCOME: outcome,
-        }
-
-    def _iteration_attrs(self, tenant: str) -> dict[str, Any]:
-        return {semconv.TENANT_ID: tenant, semconv.GEN_AI_AGENT_NAME: self._agent}
-
-    def _bail_attrs(self, tenant: str, reason: str) -> dict[str, Any]:
-        return {
-            semconv.TENANT_ID: tenant,
-            semconv.GEN_AI_AGENT_NAME: self._agent,
-            semconv.REACT_TERMINATION_REASON: reason,
-        }
-
-    def _stop_attrs(self, tenant: str, stop: str) -> dict[str, Any]:
-        return {
-            semconv.TENANT_ID: tenant,
-            semconv.GEN_AI_AGENT_NAME: self._agent,
-            semconv.RUN_STOP_REASON: stop,
-        }
-
-    @staticmethod
-    def _fab_attrs(tenant: str | None, mode: str, action: str) -> dict[str, Any]:
-        attrs: dict[str, Any] = {} if tenant is None else {semconv.TENANT_ID: tenant}
-        attrs[semconv.FABRICATION_MODE] = mode
-        attrs[semconv.FABRICATION_ACTION] = action
-        return attrs
-
-
-def _drop_attrs(event_kind: str, reason: str) -> dict[str, Any]:
-    return {semconv.TELEMETRY_EVENT: event_kind, semconv.TELEMETRY_DROP_REASON: reason}
-
-
-def _op_attrs(
-    tenant: str, model: str, node: str, provider: str | None, error: str | None
-) -> dict[str, Any]:
-    attrs: dict[str, Any] = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT}
-    if provider is not None:
-        attrs[semconv.GEN_AI_PROVIDER_NAME] = provider
-    attrs[semconv.GEN_AI_REQUEST_MODEL] = model
-    attrs[semconv.NODE_NAME] = node
-    attrs[semconv.TENANT_ID] = tenant
-    if error is not None:
-        attrs[semconv.ERROR_TYPE] = error
-    return attrs
-
-
-def _token_attrs(op_attrs: dict[str, Any], token_type: str) -> dict[str, Any]:
-    return {**op_attrs, semconv.GEN_AI_TOKEN_TYPE: token_type}
-
-
-def _cost_attrs(tenant: str, model: str, node: str, pricing_unknown: bool) -> dict[str, Any]:
-    return {
-        semconv.TENANT_ID: tenant,
-        semconv.GEN_AI_REQUEST_MODEL: model,
-        semconv.NODE_NAME: node,
-        semconv.LLM_PRICING_UNKNOWN: pricing_unknown,
-    }
-
-
-def _synthesis_attrs(tenant: str, model: str, recovered: bool) -> dict[str, Any]:
-    return {
-        semconv.TENANT_ID: tenant,
-        semconv.GEN_AI_REQUEST_MODEL: model,
-        semconv.SYNTHESIS_RECOVERED: recovered,
-    }

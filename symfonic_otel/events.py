@@ -3,12 +3,21 @@
 Field names, order and defaults match Symfonic's dataclasses so a handler written for Symfonic
 works unchanged with these, and ours work with Symfonic's. Handlers never ``isinstance``-check
 events: any object with the same attribute names is accepted.
+
+Seed 003 gives the fields of Symfonic's dataclasses (``LLMStartEvent``, the node events) but not
+of its pydantic step events (tool calls, text deltas, pauses). Those below use the names its
+prose does (``tool_call_id``, the ``announced`` / ``executing`` phase; an interrupt's ``name``,
+``pause_token``, ``payload``, ``expires_at``, ``interrupt_id``), and the handler also reads the
+usual alternatives (``name``, ``call_id``, ``args``, ``output``, ``status``...), so events of
+another shape still map. ``run_id`` on the step events is this package's extension: it ties the
+event to its run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 TerminationOutcome = Literal["completed", "error", "cancelled", "abandoned"]
@@ -21,10 +30,12 @@ ToolCallPhase = Literal["announced", "executing"]
 __all__ = [
     "AgentEndEvent",
     "AgentStartEvent",
+    "AskUserQuestionEvent",
     "ContentType",
     "FabricationAction",
     "FabricationDetectedEvent",
     "FabricationMode",
+    "InterruptEvent",
     "LLMEndEvent",
     "LLMStartEvent",
     "NodeEndEvent",
@@ -51,14 +62,15 @@ class TokenUsage:
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
     pricing_unknown: bool = False
+    reasoning_tokens: int = 0  # an extension of this package: part of ``output_tokens``
 
     @classmethod
     def from_usage(cls, usage: object, *, pricing_unknown: bool = False) -> TokenUsage:
         """Accept LangChain's ``usage_metadata`` as well as OpenAI / Anthropic raw usage."""
         if not isinstance(usage, Mapping):
             return cls(pricing_unknown=pricing_unknown)
-        details = usage.get("input_token_details")
-        details = details if isinstance(details, Mapping) else {}
+        details = _details(usage, "input_token_details")
+        prompt_details = _details(usage, "prompt_tokens_details")  # OpenAI raw
         input_tokens = _count(usage, "input_tokens", "prompt_tokens")
         output_tokens = _count(usage, "output_tokens", "completion_tokens")
         total = _count(usage, "total_tokens") or input_tokens + output_tokens
@@ -67,11 +79,19 @@ class TokenUsage:
             output_tokens=output_tokens,
             total_tokens=total,
             cache_read_tokens=_count(details, "cache_read")
+            or _count(prompt_details, "cached_tokens")
             or _count(usage, "cache_read_input_tokens"),
             cache_creation_tokens=_count(details, "cache_creation")
             or _count(usage, "cache_creation_input_tokens"),
             pricing_unknown=pricing_unknown,
+            reasoning_tokens=_count(_details(usage, "output_token_details"), "reasoning")
+            or _count(_details(usage, "completion_tokens_details"), "reasoning_tokens"),
         )
+
+
+def _details(usage: Mapping[Any, Any], key: str) -> Mapping[Any, Any]:
+    value = usage.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 
 def _count(source: Mapping[Any, Any], *keys: str) -> int:
@@ -129,6 +149,13 @@ class LLMEndEvent:
     """The exception's type name when ``outcome`` is ``error``."""
     forced_tool_choice: str | None = None
     """The tool the call was forced to use (``bind_tools(..., tool_choice=name)``), if any."""
+    response_id: str | None = None
+    """The provider's id of the completion."""
+    response_model: str | None = None
+    """The model that answered, as the provider names it (a dated snapshot, say)."""
+    invocation_params: dict[str, Any] | None = None
+    """The request's provider-native parameters (temperature, max_tokens...), as on
+    Symfonic's ``LLMPreCallEvent``."""
 
     @property
     def typed_usage(self) -> TokenUsage:
@@ -161,9 +188,6 @@ class FabricationDetectedEvent:
     original_draft_preview: str
     replacement_preview: str | None
     preview_truncated: bool
-
-
-# --- the other Symfonic events: model-call start, graph nodes, tool calls, streamed text ----------
 
 
 @dataclass(frozen=True)
@@ -238,3 +262,24 @@ class TextDeltaEvent:
     text: str
     run_id: str = ""
     node_name: str = ""
+
+
+@dataclass(frozen=True)
+class InterruptEvent:
+    """A registered interrupt fired: the run is paused until resumed with ``pause_token``."""
+
+    name: str
+    pause_token: str
+    payload: str
+    expires_at: datetime
+    interrupt_id: str
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class AskUserQuestionEvent:
+    """The model called the built-in ``ask_user`` tool: the run is paused for the answer."""
+
+    question: str
+    pause_token: str = ""
+    run_id: str = ""

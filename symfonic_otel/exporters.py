@@ -98,14 +98,21 @@ def start_prometheus(host: str, port: int) -> tuple[MetricReader, WSGIServer, th
 
     A dedicated ``CollectorRegistry`` keeps two configurations in one process (tests, or an app
     that reconfigures) from colliding on the global registry, and the scrape shows only this
-    package's SDK metrics. Older readers without a ``registry`` argument use the default one.
+    package's SDK metrics. The served registry adds the histograms' exemplars to the reader's
+    families (see ``exemplars``): a scraper asking for OpenMetrics gets them. Older readers
+    without a ``registry`` argument use the default registry, without exemplars.
     """
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 
+    from symfonic_otel.exemplars import ExemplarCollector, ExemplarReader
+
+    reader: PrometheusMetricReader
     if "registry" in inspect.signature(PrometheusMetricReader).parameters:
-        registry = CollectorRegistry(auto_describe=True)
-        reader = PrometheusMetricReader(registry=registry)
+        families = CollectorRegistry(auto_describe=True)
+        reader = ExemplarReader(families)
+        registry = CollectorRegistry()
+        registry.register(ExemplarCollector(families, reader))
     else:  # pragma: no cover - exporter releases before the registry argument
         registry = REGISTRY
         reader = PrometheusMetricReader()

@@ -15,11 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from opentelemetry.util.types import AttributeValue
+
 from symfonic_otel import semconv
-from symfonic_otel.events import TokenUsage
 from symfonic_otel.pricing import cache_in_input
+from symfonic_otel.request_params import request_attributes
 from symfonic_otel.sanitise import (
     MAX_CALL_MS,
+    MAX_ID_BYTES,
     MAX_NAME_BYTES,
     clean_text,
     in_time_range,
@@ -163,6 +166,7 @@ class Usage:
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
     cache_in_input: bool = True  # whether ``input_tokens`` already counts the cache tokens
+    reasoning_tokens: int = 0  # part of ``output_tokens``
 
     def uncached_input(self) -> int:
         cached = self.cache_read_tokens + self.cache_creation_tokens
@@ -170,14 +174,16 @@ class Usage:
         return max(plain, 0)
 
 
-_CACHE_KEYS: Final = (
-    "input_token_details",
-    "cache_read_input_tokens",
-    "cache_creation_input_tokens",
-)
+def _detail(raw: Mapping[Any, Any], details_key: str, key: str) -> int:
+    details = raw.get(details_key)
+    if not isinstance(details, Mapping):
+        return 0
+    return _tokens(details, key) or 0
 
 
 def usage(event: object) -> Usage:
+    """Token counts, read the way seed 003's ``TokenUsage`` reads them (first usable source
+    wins): LangChain's ``usage_metadata`` details, OpenAI's and Anthropic's raw usage."""
     raw = getattr(event, "usage", None)
     if not isinstance(raw, Mapping):
         return Usage(None, None)
@@ -185,12 +191,20 @@ def usage(event: object) -> Usage:
         _tokens(raw, "input_tokens", "prompt_tokens"),
         _tokens(raw, "output_tokens", "completion_tokens"),
     )
-    if any(key in raw for key in _CACHE_KEYS):  # read the cache details the way seed 003 does
-        typed = TokenUsage.from_usage(raw)
-        if max(typed.cache_read_tokens, typed.cache_creation_tokens) <= _MAX_TOKENS:
-            reading.cache_read_tokens = typed.cache_read_tokens
-            reading.cache_creation_tokens = typed.cache_creation_tokens
-            reading.cache_in_input = cache_in_input(raw)
+    reading.cache_read_tokens = (
+        _detail(raw, "input_token_details", "cache_read")
+        or _detail(raw, "prompt_tokens_details", "cached_tokens")
+        or _tokens(raw, "cache_read_input_tokens")
+        or 0
+    )
+    reading.cache_creation_tokens = _detail(raw, "input_token_details", "cache_creation") or (
+        _tokens(raw, "cache_creation_input_tokens") or 0
+    )
+    reading.reasoning_tokens = _detail(raw, "output_token_details", "reasoning") or _detail(
+        raw, "completion_tokens_details", "reasoning_tokens"
+    )
+    if reading.cache_read_tokens or reading.cache_creation_tokens:
+        reading.cache_in_input = cache_in_input(raw)
     return reading
 
 
@@ -226,6 +240,9 @@ class ModelCall:
     timing: Timing
     usage: Usage
     pricing_unknown: bool  # the event's own flag
+    # The span attributes of the event's optional fields (response id and model, forced tool
+    # choice, request parameters), built once; None when it carries none (Symfonic's own).
+    details: dict[str, AttributeValue] | None
 
 
 def model_call(
@@ -243,7 +260,51 @@ def model_call(
         timing=call_timing(event, start_ns, end_ns),
         usage=usage(event),
         pricing_unknown=flag(event, "pricing_unknown"),
+        details=call_details(event),
     )
+
+
+# This package's optional LLMEnd fields: (attribute, field, byte cap).
+_OPTIONAL_NAMES: Final = (
+    (semconv.GEN_AI_RESPONSE_ID, "response_id", MAX_ID_BYTES),
+    (semconv.GEN_AI_RESPONSE_MODEL, "response_model", MAX_NAME_BYTES),
+    (semconv.REACT_FORCED_TOOL_CHOICE, "forced_tool_choice", MAX_NAME_BYTES),
+)
+
+
+def call_details(event: object) -> dict[str, AttributeValue] | None:
+    details: dict[str, AttributeValue] | None = None
+    for key, name, max_bytes in _OPTIONAL_NAMES:
+        value = opt_name(event, name, max_bytes)
+        if value is not None:
+            if details is None:
+                details = {}
+            details[key] = value
+    params = getattr(event, "invocation_params", None)
+    if params:
+        request = request_attributes(params)
+        if request:
+            details = request if details is None else {**details, **request}
+    return details
+
+
+def opt_name(event: object, name: str, max_bytes: int) -> str | None:
+    """An optional short value (an id, a name), cleaned and capped; None when absent or blank."""
+    value = getattr(event, name, None)
+    if value is None:
+        return None
+    raw = value if isinstance(value, str) else str(value)
+    cleaned = clean_text(raw[: max_bytes * 4].strip(), max_bytes)
+    return cleaned or None
+
+
+def has_timing(event: object) -> bool:
+    """Whether the event says when its call ran (a start stamp or a non-zero duration)."""
+    stamp = getattr(event, "started_at_utc", None)
+    duration = getattr(event, "duration_ms", None)
+    if stamp is not None and not (isinstance(stamp, str) and stamp == ""):
+        return True  # a bad stamp counts as timing: it is read (and counted as malformed)
+    return duration is not None and not (isinstance(duration, int | float) and duration == 0)
 
 
 @dataclass(slots=True)

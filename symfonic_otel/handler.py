@@ -1,57 +1,55 @@
 """OTelCallbackHandler: agent lifecycle events -> OpenTelemetry spans and metrics.
 
 Layers, as in opentelemetry-util-genai: guarded public methods read the caller's event into a
-typed record (``extract``: one bad field never loses the event, every value is made encodable),
-resolve the run it belongs to and its tenant, then hand the record to the ``SpanEmitter`` and
-the ``MetricEmitter``. The handler never raises into the agent, never does I/O (exporters run in
-the SDK's processors), and keeps bounded state: open runs live in a ``RunRegistry`` with a TTL
-and a cap, swept at every metric collection too, and closed at shutdown and exit.
+typed record (``extract``, ``extract_steps``: one bad field never loses the event, every value
+is made encodable), resolve the run it belongs to and its tenant, then hand the record to the
+``SpanEmitter`` and the ``MetricEmitter`` (through the run, call and step flows). The handler
+never raises into the agent, never does I/O (exporters run in the SDK's processors), and keeps
+bounded state: open runs live in a ``RunRegistry`` with a TTL and a cap, swept at every metric
+collection too, and closed at shutdown and exit; a run's open steps go with it.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import Span, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import __version__, lifecycle, semconv
-from symfonic_otel import extract as ex
+from symfonic_otel.call_flow import CallFlow, Hints
 from symfonic_otel.content import resolve_capture
-from symfonic_otel.emit_metrics import TERMINATION_REASONS, MetricEmitter
-from symfonic_otel.emit_spans import CallContext, SpanEmitter
+from symfonic_otel.emit_metrics import MetricEmitter
+from symfonic_otel.emit_spans import SpanEmitter
+from symfonic_otel.handler_core import INTERNAL_ERROR, HandlerCore, key
 from symfonic_otel.labels import BoundedLabels
 from symfonic_otel.logs import FailureLog, run_id_of
 from symfonic_otel.models import ModelCatalogue
 from symfonic_otel.options import check_handler_options, warn_if_over_limit
 from symfonic_otel.pricing import ModelPrice
-from symfonic_otel.runs import OpenRun, RunRegistry
-from symfonic_otel.sanitise import (
-    MAX_CALL_MS,
-    MAX_ID_BYTES,
-    MAX_NAME_BYTES,
-    clean_label,
-    clean_text,
-    run_key,
-)
-from symfonic_otel.tenancy import resolve_tenant, sanitise_tenant
+from symfonic_otel.protocol import SymfonicProtocol
+from symfonic_otel.run_flow import RunFlow
+from symfonic_otel.runs import RunRegistry
+from symfonic_otel.sanitise import MAX_CALL_MS, clean_label
+from symfonic_otel.step_flow import StepFlow
+from symfonic_otel.steps import OpenCalls
+from symfonic_otel.tenancy import sanitise_tenant
 
 __all__ = ["OTelCallbackHandler"]
 
-_EMPTY_CONTEXT: Final = Context()
+Attributes = Mapping[str, AttributeValue] | None
 
 
-class OTelCallbackHandler:
-    """Maps AgentStart / AgentEnd / LLMEnd / ReactLoopEnd / FabricationDetected to OTel.
+class OTelCallbackHandler(SymfonicProtocol):
+    """Maps Symfonic's agent events to OTel: runs, model calls, tools, nodes, pauses, checks.
 
     Add it to an agent's ``callbacks`` list. Events are duck-typed: Symfonic's own event objects
-    and this package's ``symfonic_otel.events`` work alike.
+    and this package's ``symfonic_otel.events`` work alike. ``node_spans=True`` adds a span per
+    graph node (NodeStart / NodeEnd / NodeError); off by default.
     """
 
     def __init__(
@@ -67,6 +65,7 @@ class OTelCallbackHandler:
         max_open_runs: int = 10_000,
         pricing: Mapping[str, ModelPrice] | None = None,
         tenant_from_baggage: bool = False,
+        node_spans: bool = False,
     ) -> None:
         check_handler_options(
             agent_name=agent_name,
@@ -75,48 +74,43 @@ class OTelCallbackHandler:
             run_ttl_s=run_ttl_s,
             max_open_runs=max_open_runs,
             tenant_from_baggage=tenant_from_baggage,
+            node_spans=node_spans,
         )
         self.agent_name = clean_label(agent_name)
         self.capture_content = resolve_capture(capture_content)
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
         tracer = trace.get_tracer(semconv.SCOPE_NAME, __version__, tracer_provider=tracer_provider)
-        self._spans = SpanEmitter(tracer, self.agent_name, self.capture_content)
         meter = metrics.get_meter(semconv.SCOPE_NAME, __version__, meter_provider=meter_provider)
-        self._metrics = MetricEmitter(meter, self.agent_name)
-        self._models = ModelCatalogue(pricing, self._metrics.models, self._metrics.providers)
-        self._runs = RunRegistry(float(run_ttl_s), max_open_runs)
-        self._max_run_ms = max(MAX_CALL_MS, float(run_ttl_s) * 1000.0)
-        self._failures = FailureLog()
-        self._tenant_default = tenant_id
-        self._tenant_from_baggage = tenant_from_baggage
-        self._tenants = BoundedLabels(
-            max_tenants, semconv.OVERFLOW_VALUE, sanitise_tenant, always=(semconv.TENANT_UNKNOWN,)
+        emitter = MetricEmitter(meter, self.agent_name)
+        self._core = core = HandlerCore(
+            spans=SpanEmitter(tracer, self.agent_name, self.capture_content),
+            metrics=emitter,
+            models=ModelCatalogue(pricing, emitter.models, emitter.providers),
+            runs=RunRegistry(float(run_ttl_s), max_open_runs),
+            calls=OpenCalls(),
+            failures=FailureLog(),
+            tenants=BoundedLabels(
+                max_tenants,
+                semconv.OVERFLOW_VALUE,
+                sanitise_tenant,
+                always=(semconv.TENANT_UNKNOWN,),
+            ),
+            tenant_default=tenant_id,
+            tenant_from_baggage=tenant_from_baggage,
+            max_run_ms=max(MAX_CALL_MS, float(run_ttl_s) * 1000.0),
+            node_spans=node_spans,
         )
+        self._runs = RunFlow(core)
+        self._calls = CallFlow(core)
+        self._steps = StepFlow(core)
         # Runs past their TTL are closed at every metric collection, even with no traffic; at
         # shutdown and exit every open run is closed before the final flush.
-        self._metrics.recorder.on_collect(self.expire_runs)
+        emitter.recorder.on_collect(self.expire_runs)
         lifecycle.register(self)
         warn_if_over_limit(max_tenants)
 
-    # --- async callbacks (the duck-typed Symfonic handler protocol) ----------------------------
-
-    async def on_agent_start(self, event: Any) -> None:
-        self.agent_start(event)
-
-    async def on_agent_end(self, event: Any) -> None:
-        self.agent_end(event)
-
-    async def on_llm_end(self, event: Any) -> None:
-        self.llm_end(event)
-
-    async def on_react_loop_end(self, event: Any) -> None:
-        self.react_loop_end(event)
-
-    async def on_fabrication_detected(self, event: Any) -> None:
-        self.fabrication_detected(event)
-
-    # --- synchronous entry points, for adapters that know more than the event carries ----------
+    # --- synchronous entry points (the async ``on_*`` twins are in ``SymfonicProtocol``) -------
 
     def agent_start(
         self,
@@ -125,16 +119,22 @@ class OTelCallbackHandler:
         tenant_id: str | None = None,
         parent: Context | None = None,
         start_time_ns: int | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
+        attributes: Attributes = None,
     ) -> None:
         """Open the run span as a child of ``parent`` (default: the current context).
 
         ``tenant_id`` is the tenant the adapter was given for this run (LangChain metadata): it
         ranks below ``tenant_scope`` and above baggage and the handler default. ``attributes``
-        are added to the run span as given (the caller gates content on ``capture_content``).
+        are extra span attributes (an extra ``gen_ai.agent.name`` also renames the span).
         """
         self._guard(
-            "agent_start", self._agent_start, event, tenant_id, parent, start_time_ns, attributes
+            "agent_start",
+            self._runs.agent_start,
+            event,
+            tenant_id,
+            parent,
+            start_time_ns,
+            attributes,
         )
 
     def agent_end(
@@ -144,13 +144,21 @@ class OTelCallbackHandler:
         error_type: str | None = None,
         end_time_ns: int | None = None,
         answered: bool | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
+        attributes: Attributes = None,
     ) -> None:
         """Close the run. ``answered`` is the caller's verdict on a completed run's answer
         (True: a non-blank answer, False: known blank); None derives it from the event."""
         self._guard(
-            "agent_end", self._agent_end, event, error_type, end_time_ns, answered, attributes
+            "agent_end", self._runs.agent_end, event, error_type, end_time_ns, answered, attributes
         )
+
+    def llm_start(self, event: Any) -> None:
+        """A model call began: its LLMEnd gets the start time and, with a text delta, the time
+        to first chunk."""
+        self._guard("llm_start", self._calls.llm_start, event)
+
+    def text_delta(self, event: Any) -> None:
+        self._guard("text_delta", self._calls.text_delta, event)
 
     def llm_end(
         self,
@@ -162,18 +170,23 @@ class OTelCallbackHandler:
         error_type: str | None = None,
         parent: Context | None = None,
         tenant_id: str | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
+        attributes: Attributes = None,
         time_to_first_chunk_s: float | None = None,
         operation_name: str | None = None,
     ) -> None:
-        """Record one model call; ``tenant_id`` applies when it belongs to no run, ``parent``
-        places its span (default: under its run). ``attributes`` are added to the span as given;
-        ``operation_name`` replaces ``chat`` (``text_completion``, ``embeddings``)."""
+        """Record one model call.
+
+        ``parent`` places its span (default: the run's innermost node, else the run; with no
+        run, a root span); ``tenant_id`` applies when it belongs to no run. ``attributes`` are
+        merged into the span after cleaning (content-bearing keys are the caller's to gate on
+        capture); ``operation_name`` is ``chat`` (default), ``text_completion`` or
+        ``embeddings``.
+        """
         self._guard(
             "llm_end",
-            self._llm_end,
+            self._calls.llm_end,
             event,
-            _Hints(
+            Hints(
                 provider,
                 start_time_ns,
                 end_time_ns,
@@ -187,10 +200,40 @@ class OTelCallbackHandler:
         )
 
     def react_loop_end(self, event: Any) -> None:
-        self._guard("react_loop_end", self._react_loop_end, event)
+        self._guard("react_loop_end", self._runs.react_loop_end, event)
 
     def fabrication_detected(self, event: Any) -> None:
-        self._guard("fabrication_detected", self._fabrication_detected, event)
+        self._guard("fabrication_detected", self._runs.fabrication_detected, event)
+
+    def tool_call_start(self, event: Any) -> None:
+        """A ``ToolCallStartEvent``: its ``executing`` phase opens the tool span."""
+        self._guard("tool_call_start", self._steps.tool_call_start, event)
+
+    def tool_result(self, event: Any) -> None:
+        self._guard("tool_result", self._steps.tool_result, event)
+
+    def node_start(self, event: Any) -> None:
+        self._guard("node_start", self._steps.node_start, event)
+
+    def node_end(self, event: Any) -> None:
+        self._guard("node_end", self._steps.node_end, event, failed=False)
+
+    def node_error(self, event: Any) -> None:
+        self._guard("node_error", self._steps.node_end, event, failed=True)
+
+    def interrupt(self, event: Any) -> None:
+        self._guard("interrupt", self._runs.pause, event, semconv.PAUSE_INTERRUPT, "interrupt")
+
+    def ask_user_question(self, event: Any) -> None:
+        self._guard(
+            "ask_user_question",
+            self._runs.pause,
+            event,
+            semconv.PAUSE_ASK_USER,
+            "ask_user_question",
+        )
+
+    # --- spans an adapter opens and closes itself ---------------------------------------------
 
     def start_tool(
         self,
@@ -201,37 +244,21 @@ class OTelCallbackHandler:
         start_time_ns: int | None = None,
         parent: Context | None = None,
         tenant_id: str | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
+        attributes: Attributes = None,
     ) -> Span | None:
-        """Start an ``execute_tool {name}`` span under the run (under ``parent`` when given).
-
-        With no known run: a standalone tool span under ``parent`` when given, else None.
-        """
-        try:
-            key = _key(run_id)
-            run = self._runs.get(key) if key else None
-            if run is None and parent is None:
-                return None
-            name = clean_text(str(tool_name)[: MAX_NAME_BYTES * 4].strip(), MAX_NAME_BYTES)
-            tenant = run.tenant if run is not None else self._tenant(tenant_id)
-            tool_call = (
-                clean_text(str(call_id)[: MAX_ID_BYTES * 4], MAX_ID_BYTES) if call_id else None
-            )
-            start, _ = ex.explicit_time(start_time_ns)
-            span = self._spans.start_tool(
-                name,
-                tool_call,
-                tenant,
-                run.run_id if run is not None else None,
-                parent if parent is not None or run is None else run.context,
-                start,
-            )
-            if attributes:
-                span.set_attributes(attributes)
-            return span
-        except Exception as exc:
-            self._failures.report("start_tool", exc)
-            return None
+        """Start an ``execute_tool {name}`` span: under ``parent`` when given, else the run's
+        innermost node or the run; with neither a run nor a parent, None."""
+        return self._open(
+            "start_tool",
+            self._steps.start_tool,
+            run_id,
+            tool_name,
+            call_id,
+            start_time_ns,
+            parent,
+            tenant_id,
+            attributes,
+        )
 
     def end_tool(
         self,
@@ -239,20 +266,11 @@ class OTelCallbackHandler:
         *,
         error_type: str | None = None,
         end_time_ns: int | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
+        attributes: Attributes = None,
     ) -> None:
-        if span is None:
-            return
-        try:
-            if attributes:
-                span.set_attributes(attributes)
-            error = ex.error_type(error_type, None)
-            if error:
-                span.set_attribute(semconv.ERROR_TYPE, error)
-                span.set_status(Status(StatusCode.ERROR))
-            span.end(end_time=self._end_time(span, end_time_ns))
-        except Exception as exc:
-            self._failures.report("end_tool", exc)
+        """End a tool span (recording ``gen_ai.execute_tool.duration``) or any ``start_call``."""
+        if span is not None:
+            self._guard("end_tool", self._steps.end, span, error_type, end_time_ns, attributes)
 
     def start_call(
         self,
@@ -262,78 +280,67 @@ class OTelCallbackHandler:
         run_id: str | None = None,
         parent: Context | None = None,
         tenant_id: str | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
+        attributes: Attributes = None,
         start_time_ns: int | None = None,
     ) -> Span | None:
-        """Start a span of any other operation (retrieval, a graph node, ...) under the run.
-
-        With no known run: under ``parent`` when given, else a root span.
-        """
-        try:
-            key = _key(run_id)
-            run = self._runs.get(key) if key else None
-            tenant = run.tenant if run is not None else self._tenant(tenant_id)
-            span_attributes: dict[str, AttributeValue] = {
-                semconv.GEN_AI_OPERATION_NAME: operation_name,
-                semconv.TENANT_ID: tenant,
-            }
-            if run is not None:
-                span_attributes[semconv.RUN_ID] = run.run_id
-            if attributes:
-                span_attributes.update(attributes)
-            where = parent if parent is not None else run.context if run is not None else None
-            start, _ = ex.explicit_time(start_time_ns)
-            return self._spans.start_call(
-                clean_text(str(span_name)[: MAX_NAME_BYTES * 4], MAX_NAME_BYTES),
-                _CLIENT_OPERATIONS.get(operation_name, SpanKind.INTERNAL),
-                span_attributes,
-                where if where is not None else _EMPTY_CONTEXT,
-                start,
-            )
-        except Exception as exc:
-            self._failures.report("start_call", exc)
-            return None
+        """Start a span of any other operation (``retrieval``, ``invoke_node``...; ``""`` for
+        none): under ``parent`` when given, else the run's innermost node or the run; with
+        neither, a root span."""
+        return self._open(
+            "start_call",
+            self._steps.start_call,
+            operation_name,
+            span_name,
+            run_id,
+            parent,
+            tenant_id,
+            attributes,
+            start_time_ns,
+        )
 
     def end_call(
         self,
         span: Span | None,
         *,
         error_type: str | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
+        attributes: Attributes = None,
         end_time_ns: int | None = None,
     ) -> None:
-        self.end_tool(span, error_type=error_type, end_time_ns=end_time_ns, attributes=attributes)
+        if span is not None:
+            self._guard("end_call", self._steps.end, span, error_type, end_time_ns, attributes)
+
+    # --- runs ---------------------------------------------------------------------------------
 
     def run_context(self, run_id: str) -> Context | None:
         """A context holding the run span, to parent spans of your own under the run."""
         try:
-            run = self._runs.get(_key(run_id))
+            run = self._core.runs.get(key(run_id))
         except Exception:  # any id at all: never raise into the caller
             return None
         return None if run is None else run.context
 
     def is_open(self, run_id: str) -> bool:
         try:
-            return self._runs.get(_key(run_id)) is not None
+            return self._core.runs.get(key(run_id)) is not None
         except Exception:
             return False
 
     @property
     def open_runs(self) -> int:
-        return len(self._runs)
+        return len(self._core.runs)
 
     def close_open_runs(self) -> int:
         """End every open run as ``abandoned`` (at shutdown); returns how many were open."""
-        runs = self._runs.drain()
+        runs = self._core.runs.drain()
         for run in runs:
-            self._guard("abandon", self._abandon, run)
+            self._guard("abandon", self._runs.abandon, run)
         return len(runs)
 
     def expire_runs(self) -> int:
         """End the runs past their TTL now (also done at every metric collection)."""
-        runs = self._runs.expire()
+        runs = self._core.runs.expire()
         for run in runs:
-            self._guard("abandon", self._abandon, run)
+            self._guard("abandon", self._runs.abandon, run)
         return len(runs)
 
     def exports_to(self, tracer_provider: object, meter_provider: object, is_global: bool) -> bool:
@@ -344,234 +351,17 @@ class OTelCallbackHandler:
 
     # --- internals -----------------------------------------------------------------------------
 
-    def _guard(self, kind: str, work: Callable[..., None], *args: Any) -> None:
+    def _guard(self, kind: str, work: Callable[..., None], *args: Any, **kwargs: Any) -> None:
         try:
-            work(*args)
+            work(*args, **kwargs)
         except Exception as exc:
-            self._failures.report(kind, exc, run_id=run_id_of(args[0]) if args else None)
-            self._drop(kind, "internal_error")
+            self._core.failures.report(kind, exc, run_id=run_id_of(args[0]) if args else None)
+            self._core.drop(kind, INTERNAL_ERROR)
 
-    def _drop(self, event_kind: str, reason: str) -> None:
+    def _open(self, kind: str, work: Callable[..., Span | None], *args: Any) -> Span | None:
         try:
-            self._metrics.dropped(event_kind, reason)
-        except Exception as exc:  # the meter itself failing must not escape either
-            self._failures.report("drop_count", exc)
-
-    def _tenant(self, explicit: object) -> str:
-        raw = resolve_tenant(
-            explicit, default=self._tenant_default, from_baggage=self._tenant_from_baggage
-        )
-        tenant = self._tenants(raw)
-        self._metrics.seed_tenant(tenant)
-        return tenant
-
-    def _end_time(self, span: Any, end_time_ns: int | None) -> int | None:
-        """An explicit end time, when it is encodable and not before the span's start."""
-        end, _ = ex.explicit_time(end_time_ns)
-        start = getattr(span, "start_time", None)
-        if end is not None and isinstance(start, int) and end < start:
+            return work(*args)
+        except Exception as exc:
+            self._core.failures.report(kind, exc)
+            self._core.drop(kind, INTERNAL_ERROR)
             return None
-        return end
-
-    def _agent_start(
-        self,
-        event: Any,
-        tenant_id: str | None,
-        parent: Context | None,
-        start_time_ns: int | None,
-        attributes: Mapping[str, AttributeValue] | None,
-    ) -> None:
-        run_id = ex.run_id(event)
-        if not run_id:
-            self._drop("agent_start", "malformed")
-            return
-        if self._runs.get(run_id) is not None or self._runs.was_ended(run_id):
-            self._drop("agent_start", "duplicate")  # a redelivered start opens no phantom run
-            return
-        tenant = self._tenant(tenant_id)
-        start, bad_time = ex.explicit_time(start_time_ns)
-        query = ex.text(event, "query") if self._spans.capture_content else ""
-        span = self._spans.start_run(run_id, tenant, query, parent, start)
-        if attributes:
-            span.set_attributes(attributes)
-        run = OpenRun(
-            run_id=run_id,
-            span=span,
-            context=trace.set_span_in_context(span, _EMPTY_CONTEXT),
-            tenant=tenant,
-            started_monotonic=time.monotonic(),
-        )
-        added, evicted = self._runs.add(run)
-        if not added:  # lost a race with a concurrent start of the same id
-            span.end()
-            self._drop("agent_start", "duplicate")
-        else:
-            self._metrics.run_started()
-        for old in evicted:
-            self._abandon(old)
-        if bad_time:
-            self._drop("agent_start", "malformed")
-
-    def _agent_end(
-        self,
-        event: Any,
-        error_type: str | None,
-        end_time_ns: int | None,
-        answered: object,
-        attributes: Mapping[str, AttributeValue] | None,
-    ) -> None:
-        run_id = ex.run_id(event)
-        run = self._runs.pop(run_id) if run_id else None
-        if run is None:
-            reason = "duplicate" if run_id and self._runs.was_ended(run_id) else "unknown_run"
-            self._drop("agent_end", reason if run_id else "malformed")
-            return
-        end = ex.run_end(event, answered, run.termination_reason is not None, self._max_run_ms)
-        if attributes:
-            run.span.set_attributes(attributes)
-        self._spans.end_run(
-            run.span,
-            end.outcome,
-            end.empty,
-            end.stop_reason,
-            ex.error_type(error_type, event) if end.outcome == "error" else None,
-            end.final_response,
-            self._end_time(run.span, end_time_ns),
-        )
-        duration_s = (
-            end.duration_ms / 1000.0
-            if end.duration_ms is not None
-            else max(time.monotonic() - run.started_monotonic, 0.0)
-        )
-        self._metrics.run_ended(
-            run.tenant, end.outcome, end.empty, duration_s, run.iterations, end.stop_reason
-        )
-        if end.malformed:
-            self._drop("agent_end", "malformed")
-
-    def _abandon(self, run: OpenRun) -> None:
-        """End a run whose AgentEnd never came: outcome ``abandoned``, counted as an orphan."""
-        self._spans.abandon_run(run.span)
-        self._metrics.run_ended(run.tenant, "abandoned", None, None, run.iterations, None)
-        self._metrics.orphaned()
-
-    def _llm_end(self, event: Any, hints: _Hints) -> None:
-        call = ex.model_call(event, hints.start_time_ns, hints.end_time_ns, hints.error_type)
-        run = self._runs.get(call.run_id) if call.run_id else None
-        info = self._models(call.model)
-        node = self._metrics.nodes(call.node) if call.node else ""
-        provider = self._metrics.providers(hints.provider) if hints.provider else info.provider
-        tenant = run.tenant if run is not None else self._tenant(hints.tenant_id)
-        price = info.price
-        pricing_unknown = price is None or call.pricing_unknown
-        cost = (
-            None
-            if pricing_unknown or price is None
-            else price.cost(
-                call.usage.uncached_input(),
-                call.usage.output_tokens or 0,
-                call.usage.cache_read_tokens,
-                call.usage.cache_creation_tokens,
-            )
-        )
-        recovered = (
-            call.error_type is None and not ex.is_blank(call.output)
-            if call.node == semconv.NODE_SYNTHESIZE_FALLBACK
-            else None
-        )
-        if run is not None:
-            run.count_call(call.node, call.iteration)
-            parent = hints.parent if hints.parent is not None else run.context
-        else:  # a call of no known run: the adapter's parent, else a root span (never ambient)
-            parent = hints.parent if hints.parent is not None else _EMPTY_CONTEXT
-        self._spans.model_call(
-            call,
-            CallContext(
-                call.run_id,
-                tenant,
-                provider,
-                pricing_unknown,
-                cost,
-                recovered,
-                info.span_name,
-                parent,
-                hints.attributes,
-                hints.time_to_first_chunk_s,
-                hints.operation_name,
-            ),
-        )
-        if run is None and call.run_id:  # no run id at all is a standalone call, not a loss
-            self._drop("llm_end", "unknown_run")
-        if call.timing.malformed:
-            self._drop("llm_end", "malformed")
-        self._metrics.model_call(
-            tenant,
-            info.label,
-            node,
-            provider,
-            self._metrics.errors(call.error_type) if call.error_type is not None else None,
-            call.timing.duration_s,
-            (call.usage.input_tokens, call.usage.output_tokens),
-            cost,
-            pricing_unknown,
-            recovered,
-        )
-
-    def _react_loop_end(self, event: Any) -> None:
-        run_id = ex.run_id(event)
-        run = self._runs.get(run_id) if run_id else None
-        tenant = run.tenant if run is not None else self._tenant(None)
-        reason = ex.choice(ex.text(event, "termination_reason"), TERMINATION_REASONS)
-        # The bail is counted whatever else is wrong with the event: it is what operators page on.
-        self._metrics.silent_bail(tenant, reason)
-        if run is None:
-            self._drop("react_loop_end", "unknown_run" if run_id else "malformed")
-            return
-        run.termination_reason = reason
-        self._spans.loop_end(run.span, reason, ex.loop_end_attributes(event, reason))
-
-    def _fabrication_detected(self, event: Any) -> None:
-        run_id = ex.run_id(event)
-        run = self._runs.get(run_id) if run_id else None
-        tenant = run.tenant if run is not None else self._tenant(None)
-        mode = ex.choice(ex.text(event, "mode"), ex.FABRICATION_MODES)
-        action = ex.choice(ex.text(event, "action_taken"), ex.FABRICATION_ACTIONS)
-        confidence = min(ex.number(event, "max_finding_confidence") or 0.0, 1.0)
-        self._metrics.fabrication(tenant, mode, action, confidence)
-        if run is None:
-            self._drop("fabrication_detected", "unknown_run" if run_id else "malformed")
-            return
-        threshold = ex.number(event, "refuse_threshold")
-        self._spans.fabrication(run.span, mode, action, confidence, event, threshold)
-
-
-@dataclass(slots=True)
-class _Hints:
-    """What an adapter knows about a model call beyond the event."""
-
-    provider: str | None
-    start_time_ns: int | None
-    end_time_ns: int | None
-    error_type: str | None
-    parent: Context | None
-    tenant_id: str | None
-    attributes: Mapping[str, AttributeValue] | None = None
-    time_to_first_chunk_s: float | None = None
-    operation_name: str | None = None
-
-
-# Operations that call out of the process: their spans are CLIENT spans.
-_CLIENT_OPERATIONS: Final = {
-    semconv.OP_CHAT: SpanKind.CLIENT,
-    "text_completion": SpanKind.CLIENT,
-    "embeddings": SpanKind.CLIENT,
-    "retrieval": SpanKind.CLIENT,
-}
-
-
-def _key(run_id: object) -> str:
-    """A caller's run id as the registry keys it (capped; any type)."""
-    if run_id is None:
-        return ""
-    text = run_id if isinstance(run_id, str) else str(run_id)
-    return run_key(text) if text else ""

@@ -43,6 +43,8 @@ class Instruments:
     orphaned_runs: Counter
     dropped_events: Counter
     stop_reasons: Counter
+    time_to_first_chunk: Histogram
+    tool_duration: Histogram
 
     @classmethod
     def create(cls, meter: Meter) -> Instruments:
@@ -61,4 +63,6 @@ class Instruments:
             orphaned_runs=_counter(meter, semconv.ORPHANED_RUNS),
             dropped_events=_counter(meter, semconv.DROPPED_EVENTS),
             stop_reasons=_counter(meter, semconv.STOP_REASONS),
+            time_to_first_chunk=_histogram(meter, semconv.CLIENT_TIME_TO_FIRST_CHUNK),
+            tool_duration=_histogram(meter, semconv.EXECUTE_TOOL_DURATION),
         )

@@ -21,6 +21,7 @@ def check_handler_options(
     run_ttl_s: object,
     max_open_runs: object,
     tenant_from_baggage: object,
+    node_spans: object = False,
 ) -> None:
     if not isinstance(agent_name, str) or not clean_label(agent_name):
         raise ValueError(f"agent_name must be a non-empty str, got {agent_name!r}")
@@ -39,6 +40,8 @@ def check_handler_options(
         raise ValueError(f"max_open_runs must be an int >= 1, got {max_open_runs!r}")
     if not isinstance(tenant_from_baggage, bool):
         raise TypeError(f"tenant_from_baggage must be a bool, got {tenant_from_baggage!r}")
+    if not isinstance(node_spans, bool):
+        raise TypeError(f"node_spans must be a bool, got {node_spans!r}")
 
 
 def warn_if_over_limit(max_tenants: int) -> None:

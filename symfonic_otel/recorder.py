@@ -19,6 +19,14 @@ hook drains before every read: cumulative totals and delta increments per interv
 same, and shutdown / ``force_flush`` (which collect) lose nothing. It removes most of the SDK's
 per-measurement cost (attribute cleaning and hashing) for counters; histograms need every value
 and stay queued.
+
+A histogram value may carry a link to the span it describes (a ``chat`` span's duration and
+tokens, a tool span's duration): its trace and span ids, kept only for sampled spans (the ones
+the SDK's default trace-based exemplar filter keeps). It is applied with that span as its
+context, so the SDK's exemplar reservoir links the value to its trace exactly as a synchronous
+``record(..., context=...)`` would; only the exemplar's timestamp is that of the collection. The
+hot path keeps two ints per value (no span, no context objects alive until the collection);
+the context is built at collection, once per span.
 """
 
 from __future__ import annotations
@@ -30,9 +38,32 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol
 
+from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-Apply = Callable[[float, Mapping[str, Any]], None]
+SpanLink = tuple[int, int]  # (trace id, span id) of a sampled span
+
+
+class Recordable(Protocol):
+    """A histogram: anything with the SDK's ``record(amount, attributes, context=None)``."""
+
+    def record(
+        self,
+        amount: float,
+        attributes: Mapping[str, Any] | None = None,
+        context: Context | None = None,
+    ) -> None: ...
+
+
+def span_link(span_context: SpanContext) -> SpanLink | None:
+    """What a value keeps of its span: the ids of a sampled span, else nothing."""
+    if span_context.trace_flags & TraceFlags.SAMPLED:
+        return span_context.trace_id, span_context.span_id
+    return None
+
+
 _HOOK_NAME: Final = "symfonic.telemetry.collection_hook"
 DEFAULT_CAP: Final = 16_384
 # Distinct counter series summed between collections. Attribute sets are cached and bounded by
@@ -64,6 +95,7 @@ class DeferredRecorder:
     __slots__ = (
         "__weakref__",
         "_cap",
+        "_last",
         "_lock",
         "_queue",
         "_series_cap",
@@ -76,7 +108,9 @@ class DeferredRecorder:
         self._cap = cap
         self._series_cap = series_cap
         self.failed = 0
-        self._queue: deque[tuple[Apply, float, Mapping[str, Any]]] = deque()
+        # The context of the last span applied: a call's duration and tokens share it.
+        self._last: tuple[SpanLink, Context] | None = None
+        self._queue: deque[tuple[Recordable, float, Mapping[str, Any], SpanLink | None]] = deque()
         # Keyed by identity: the handler reuses one cached dict per attribute set, so identity
         # is a cheap exact key (the entry holds the dict, so its id cannot be reused meanwhile).
         self._sums: dict[tuple[int, int], _Sum] = {}
@@ -121,9 +155,20 @@ class DeferredRecorder:
         except Exception:
             self.failed += 1
 
-    def record(self, apply: Apply, value: float, attributes: Mapping[str, Any]) -> None:
+    def record(
+        self,
+        histogram: Recordable,
+        value: float,
+        attributes: Mapping[str, Any],
+        link: SpanLink | None = None,
+    ) -> None:
+        """Queue ``histogram.record(value, attributes)``; with ``link``, in that span's context.
+
+        The instrument itself is queued, not its bound ``record`` method: one object less per
+        value.
+        """
         queue = self._queue
-        queue.append((apply, value, attributes))
+        queue.append((histogram, value, attributes, link))
         if len(queue) > self._cap:
             self._apply_one()
 
@@ -149,14 +194,31 @@ class DeferredRecorder:
 
     def _apply_one(self) -> bool:
         try:
-            apply, value, attributes = self._queue.popleft()
+            histogram, value, attributes, link = self._queue.popleft()
         except IndexError:
             return False
         try:
-            apply(value, attributes)
+            if link is None:
+                histogram.record(value, attributes)
+            else:
+                last = self._last
+                if last is None or last[0] is not link:
+                    last = self._last = (link, _link_context(link))
+                histogram.record(value, attributes, context=last[1])
         except Exception:  # one bad measurement must not stall the rest of the queue
             self.failed += 1
         return True
+
+
+_EMPTY_CONTEXT: Final = Context()
+
+
+_SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+
+
+def _link_context(link: SpanLink) -> Context:
+    span_context = SpanContext(link[0], link[1], is_remote=False, trace_flags=_SAMPLED)
+    return trace.set_span_in_context(NonRecordingSpan(span_context), _EMPTY_CONTEXT)
 
 
 _recorders: weakref.WeakKeyDictionary[Meter, DeferredRecorder] = weakref.WeakKeyDictionary()

@@ -17,8 +17,10 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from symfonic_otel import semconv
+from symfonic_otel.steps import RunSteps
 
 _RECENTLY_ENDED_CAP = 4096
+_STEPS_LOCK = threading.Lock()
 # Model calls that are not iterations of the loop: the recovery completion after a silent bail
 # and the fabrication check's revision.
 _NOT_LOOP_NODES = frozenset({semconv.NODE_SYNTHESIZE_FALLBACK, semconv.NODE_FABRICATION_REVISE})
@@ -39,6 +41,20 @@ class OpenRun:
     last_react_index: int = -1
     other_calls: int = 0
     termination_reason: str | None = field(default=None)
+    # Symfonic step events: open tools, nodes and model calls (made at the first step event),
+    # and the pause (``ask_user`` / ``interrupt``) the run is waiting on, if any.
+    steps: RunSteps | None = None
+    paused: str | None = None
+    interrupt_name: str = ""
+
+    def step_state(self) -> RunSteps:
+        steps = self.steps
+        if steps is None:
+            with _STEPS_LOCK:
+                steps = self.steps
+                if steps is None:
+                    steps = self.steps = RunSteps()
+        return steps
 
     def count_call(self, node: str, iteration_index: int) -> None:
         if node in _NOT_LOOP_NODES:
@@ -71,6 +87,13 @@ class RunRegistry:
 
     def get(self, run_id: str) -> OpenRun | None:
         return self._open.get(run_id)
+
+    def sole(self) -> OpenRun | None:
+        """The open run when there is exactly one (events that name no run belong to it)."""
+        with self._lock:
+            if len(self._open) != 1:
+                return None
+            return next(iter(self._open.values()))
 
     def was_ended(self, run_id: str) -> bool:
         return run_id in self._ended

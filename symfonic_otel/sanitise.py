@@ -11,10 +11,14 @@ case: a huge input is cut before it is scanned.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
+
+from opentelemetry.util.types import AttributeValue
 
 REPLACEMENT: Final = "\ufffd"
 # Byte caps of caller values that become attributes or labels.
@@ -110,3 +114,82 @@ def valid_duration_ms(value: object, max_ms: float = MAX_CALL_MS) -> float | Non
     except OverflowError:  # an int too large for a float
         return None
     return number if math.isfinite(number) and 0 <= number <= max_ms else None
+
+
+# A caller's extra span attributes (``llm_end(..., attributes=...)`` and the like): how many, how
+# long one string may be (content JSON included), and how many bytes of strings in all, so the
+# span stays far below the OTLP message limits.
+MAX_EXTRA_ATTRIBUTES: Final = 64
+MAX_ATTRIBUTE_BYTES: Final = 64 * 1024
+MAX_EXTRA_BYTES: Final = 256 * 1024
+MAX_SEQUENCE_ITEMS: Final = 128
+_MAX_ITEM_BYTES: Final = 1024
+_INT64: Final = 2**63
+
+
+def clean_attributes(raw: object) -> dict[str, AttributeValue]:
+    """A caller's attribute mapping made encodable; unusable entries are left out, never raised.
+
+    Keys must be non-empty strings (capped at ``MAX_NAME_BYTES``); values are bools, int64
+    integers, finite floats, strings (cleaned, capped at ``MAX_ATTRIBUTE_BYTES``) or homogeneous
+    sequences of those (at most ``MAX_SEQUENCE_ITEMS``, strings of 1 KB). Past
+    ``MAX_EXTRA_BYTES`` of strings in all, further string values are left out.
+    """
+    cleaned: dict[str, AttributeValue] = {}
+    if not isinstance(raw, Mapping) or not raw:
+        return cleaned
+    budget = MAX_EXTRA_BYTES
+    try:
+        for key, value in itertools.islice(raw.items(), MAX_EXTRA_ATTRIBUTES):
+            if not isinstance(key, str) or not key:
+                continue
+            attribute = _attribute_value(value)
+            if attribute is None:
+                continue
+            size = _size(attribute)
+            if size > budget:
+                continue
+            budget -= size
+            cleaned[clean_text(key, MAX_NAME_BYTES)] = attribute
+    except Exception:  # a hostile mapping: keep what was read
+        pass
+    return cleaned
+
+
+def _size(value: AttributeValue) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, tuple):
+        return sum(len(item) for item in value if isinstance(item, str))
+    return 0
+
+
+def _scalar(value: Any, max_bytes: int = MAX_ATTRIBUTE_BYTES) -> bool | int | float | str | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -_INT64 <= value < _INT64 else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return clean_text(value, max_bytes)
+    return None
+
+
+def _attribute_value(value: Any) -> AttributeValue | None:
+    if not isinstance(value, list | tuple):
+        return _scalar(value)
+    items = [_scalar(item, _MAX_ITEM_BYTES) for item in value[:MAX_SEQUENCE_ITEMS]]
+    if any(item is None for item in items):
+        return None
+    kinds = {type(item) for item in items}
+    if kinds <= {str}:
+        return tuple(str(item) for item in items)
+    if kinds == {bool}:
+        return tuple(bool(item) for item in items)
+    numbers = [item for item in items if isinstance(item, int | float)]
+    if kinds == {int}:
+        return tuple(int(item) for item in numbers)
+    if kinds <= {int, float}:
+        return tuple(float(item) for item in numbers)
+    return None

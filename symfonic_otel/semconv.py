@@ -264,7 +264,8 @@ DROPPED_SPANS: Final = InstrumentSpec(
     "Spans the exporter could not deliver (queue full, export failed, unencodable).",
 )
 
-ALL_INSTRUMENTS: Final[tuple[InstrumentSpec, ...]] = (
+# Every instrument; blocks further down append theirs.
+ALL_INSTRUMENTS: tuple[InstrumentSpec, ...] = (
     AGENT_RUNS,
     AGENT_DURATION,
     ACTIVE_RUNS,
@@ -321,7 +322,7 @@ def prometheus_series_names(spec: InstrumentSpec) -> tuple[str, ...]:
 NODE_TOOLS: Final = "tools"
 
 
-# --- LangChain / LangGraph adapter: request, response, content, retrieval, sub-agents ----------
+# --- trace content: request, response, content, retrieval, sub-agents, step events ------------
 
 OP_TEXT_COMPLETION: Final = "text_completion"
 OP_EMBEDDINGS: Final = "embeddings"
@@ -330,6 +331,12 @@ OP_RETRIEVAL: Final = "retrieval"
 OP_INVOKE_NODE: Final = "invoke_node"
 
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+# The model operations ``llm_end(operation_name=...)`` accepts; anything else records ``chat``.
+MODEL_OPERATIONS: Final = frozenset({OP_CHAT, OP_TEXT_COMPLETION, OP_EMBEDDINGS})
+
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
 GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
 GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
@@ -340,9 +347,6 @@ GEN_AI_REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
 GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
 GEN_AI_REQUEST_CHOICE_COUNT: Final = "gen_ai.request.choice.count"
 GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
-GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
-GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
-GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
 GEN_AI_EMBEDDINGS_DIMENSION_COUNT: Final = "gen_ai.embeddings.dimension.count"
 # Content attributes (capture on only), GenAI semconv JSON.
@@ -359,3 +363,51 @@ EMBEDDINGS_INPUT_COUNT: Final = "symfonic.embeddings.input_count"
 RUN_PARENT_ID: Final = "symfonic.run.parent_id"
 # ``error.type`` of a tool that reported its own failure (``ToolMessage(status="error")``).
 TOOL_ERROR_TYPE: Final = "tool_error"
+# Content attributes of tool spans: only set when content capture is on.
+# The semconv evaluation event, emitted for each fabrication detection beside our own event.
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"  # content: capture only
+EVALUATION_FABRICATION: Final = "symfonic.fabrication"
+
+RUN_PAUSED: Final = "symfonic.run.paused"
+RUN_PAUSE_KIND: Final = "symfonic.run.pause_kind"  # ``ask_user`` or ``interrupt``
+RUN_INTERRUPT_NAME: Final = "symfonic.run.interrupt_name"
+EVENT_RUN_PAUSED: Final = "symfonic.run.paused"
+PAUSE_ASK_USER: Final = "ask_user"
+PAUSE_INTERRUPT: Final = "interrupt"
+REACT_FORCED_TOOL_CHOICE: Final = "symfonic.react.forced_tool_choice"
+NODE_ERROR_MESSAGE: Final = "symfonic.node.error_message"  # content: capture only
+# A tool or node span still open when its run ended (its result never came).
+STEP_UNFINISHED: Final = "symfonic.step.unfinished"
+# Graph-node spans (``node_spans=True``): ``invoke_node {node_name}``, INTERNAL. Semconv names
+# no operation for a graph step; this one is ours (the LangChain adapter's node spans use it too).
+
+
+def node_span_name(node_name: str) -> str:
+    return f"{OP_INVOKE_NODE} {node_name}" if node_name else OP_INVOKE_NODE
+
+
+def operation_span_name(operation: str, target: str) -> str:
+    """``{operation} {target}`` as semconv names GenAI spans; the operation alone without one."""
+    return f"{operation} {target}" if target else operation
+
+
+CLIENT_TIME_TO_FIRST_CHUNK: Final = InstrumentSpec(
+    "gen_ai.client.operation.time_to_first_chunk",
+    "histogram",
+    "s",
+    "Time to receive the first chunk of a streamed response, from the request.",
+    GEN_AI_DURATION_BUCKETS,
+)
+EXECUTE_TOOL_DURATION: Final = InstrumentSpec(
+    "gen_ai.execute_tool.duration",
+    "histogram",
+    "s",
+    "The duration of a single tool execution.",
+    GEN_AI_DURATION_BUCKETS,
+)
+
+ALL_INSTRUMENTS = (*ALL_INSTRUMENTS, CLIENT_TIME_TO_FIRST_CHUNK, EXECUTE_TOOL_DURATION)

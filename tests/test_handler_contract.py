@@ -15,6 +15,10 @@ from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
     LLMEndEvent,
+    LLMStartEvent,
+    TextDeltaEvent,
+    ToolCallStartEvent,
+    ToolResultEvent,
 )
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
@@ -52,6 +56,7 @@ async def test_span_tree_times_attributes_and_events(telemetry: InMemoryTelemetr
     assert [e.name for e in run.events] == [
         "symfonic.react.loop_end",
         "symfonic.fabrication.detected",
+        "gen_ai.evaluation.result",
     ]
     assert dict(run.events[0].attributes or {}) == {
         "symfonic.react.termination_reason": "tool_calls_with_no_text",
@@ -67,6 +72,12 @@ async def test_span_tree_times_attributes_and_events(telemetry: InMemoryTelemetr
         "symfonic.fabrication.findings": 1,
         "symfonic.fabrication.finding_kinds": ("unsupported_url",),
         "symfonic.fabrication.refuse_threshold": 0.8,
+    }
+    # The same detection as the semconv evaluation event; no explanation without capture.
+    assert dict(run.events[2].attributes or {}) == {
+        "gen_ai.evaluation.name": "symfonic.fabrication",
+        "gen_ai.evaluation.score.value": 0.65,
+        "gen_ai.evaluation.score.label": "observed",
     }
 
     chats = sorted(
@@ -231,6 +242,12 @@ async def test_units_match_the_names_module(telemetry: InMemoryTelemetry) -> Non
     with tenant_scope("acme"):
         await replay(handler, _bail_with_synthesis_events())
     await handler.on_agent_start(AgentStartEvent(query="q", run_id="orphan"))
+    # A streamed call (time to first chunk) and a tool call (its duration).
+    await handler.on_llm_start(LLMStartEvent(model="x", messages=[], run_id="orphan"))
+    await handler.on_text_delta(TextDeltaEvent(text="hi", run_id="orphan"))
+    await handler.on_llm_end(LLMEndEvent(model="x", output="hi", usage={}, run_id="orphan"))
+    await handler.on_tool_call_start(ToolCallStartEvent("c1", "search", run_id="orphan"))
+    await handler.on_tool_result(ToolResultEvent("c1", "search", run_id="orphan"))
     handler.close_open_runs()
     handler.llm_end(LLMEndEvent(model="x", output="", usage={}, run_id="nope"))
     recorded = telemetry.metrics()

@@ -28,6 +28,15 @@ METHODS = (
     "on_llm_end",
     "on_react_loop_end",
     "on_fabrication_detected",
+    "on_llm_start",
+    "on_text_delta",
+    "on_tool_call_start",
+    "on_tool_result",
+    "on_node_start",
+    "on_node_end",
+    "on_node_error",
+    "on_interrupt",
+    "on_ask_user_question",
 )
 FIELDS = (
     "run_id",
@@ -56,6 +65,19 @@ FIELDS = (
     "original_draft_preview",
     "replacement_preview",
     "preview_truncated",
+    # Step events: tools, nodes, deltas, pauses.
+    "tool_call_id",
+    "tool_name",
+    "phase",
+    "arguments",
+    "result",
+    "is_error",
+    "status",
+    "error",
+    "error_type",
+    "text",
+    "name",
+    "messages",
 )
 
 _any_value = st.one_of(
@@ -78,6 +100,9 @@ _any_value = st.one_of(
             "2600-01-01T00:00:00Z",
             "\ud800",
             "a\udfffb\x00",
+            "announced",
+            "executing",
+            "search",
             1e14,
             2**64,
         ]
@@ -140,7 +165,7 @@ def test_random_events_never_raise_and_open_runs_stay_capped(
     """Random types and values: nothing raises, and nothing is lost to an internal error —
     every model call still has its span and every span encodes."""
     memory = InMemoryTelemetry()
-    handler = memory.handler(max_open_runs=cap)
+    handler = memory.handler(max_open_runs=cap, node_spans=True, capture_content=True)
 
     async def replay() -> None:
         for method, event in calls:
@@ -161,7 +186,7 @@ def test_random_events_never_raise_and_open_runs_stay_capped(
 async def test_event_that_raises_on_every_attribute(
     telemetry: InMemoryTelemetry, method: str
 ) -> None:
-    handler = telemetry.handler()
+    handler = telemetry.handler(node_spans=True)
     await getattr(handler, method)(_Raises())
     await getattr(handler, method)(None)
     await getattr(handler, method)(42)
@@ -461,3 +486,86 @@ def test_memory_is_bounded_in_bytes_for_distinct_large_ids() -> None:
     assert handler.open_runs == 0
     meters.shutdown()
     tracers.shutdown()
+
+
+_step_value = st.one_of(
+    st.none(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.sampled_from(["\ud800", "a\x00b", "x" * 5000, "search", "c1", "c2"]),
+    st.lists(st.one_of(st.integers(), st.text(max_size=4)), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.one_of(st.integers(), st.text(max_size=4)), max_size=3),
+)
+_phase = st.sampled_from(["announced", "executing", None, 7, "\ud800"])
+_step = st.one_of(
+    st.tuples(
+        st.just("on_tool_call_start"),
+        st.fixed_dictionaries(
+            {"phase": _phase},
+            optional={
+                "tool_call_id": _step_value,
+                "tool_name": _step_value,
+                "arguments": _step_value,
+            },
+        ),
+    ),
+    st.tuples(
+        st.just("on_tool_result"),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "tool_call_id": _step_value,
+                "tool_name": _step_value,
+                "result": _step_value,
+                "is_error": _step_value,
+                "status": _step_value,
+                "error_type": _step_value,
+            },
+        ),
+    ),
+    st.tuples(
+        st.sampled_from(["on_node_start", "on_node_end", "on_node_error", "on_llm_start"]),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "node_name": _step_value,
+                "duration_ms": _step_value,
+                "error": _step_value,
+                "error_type": _step_value,
+            },
+        ),
+    ),
+    st.tuples(st.just("on_text_delta"), st.fixed_dictionaries({}, optional={"text": _step_value})),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.tuples(st.sampled_from(["r1", "r2"]), _step), max_size=30))
+def test_random_step_events_make_their_spans(steps: list[tuple[str, tuple[str, Any]]]) -> None:
+    """Hostile values in every field of the step events of two open runs: nothing raises,
+    nothing is lost to an internal error, every executing tool start has its span, every span
+    is ended with its run and encodes."""
+    memory = InMemoryTelemetry()
+    handler = memory.handler(node_spans=True, capture_content=True)
+
+    async def replay() -> None:
+        for run_id in ("r1", "r2"):
+            await handler.on_agent_start(AgentStartEvent(query="q", run_id=run_id))
+        for run_id, (method, fields) in steps:
+            await getattr(handler, method)(SimpleNamespace(run_id=run_id, **fields))
+        for run_id in ("r1", "r2"):
+            await handler.on_agent_end(AgentEndEvent(run_id, "x", 1.0, 1))
+
+    asyncio.run(replay())
+    assert memory.unended_spans == []
+    assert _internal_errors(memory) == 0
+    executing = sum(
+        1
+        for _, (method, fields) in steps
+        if method == "on_tool_call_start" and fields["phase"] != "announced"
+    )
+    assert sum(1 for s in memory.spans() if s.name.startswith("execute_tool")) == executing
+    for span in memory.spans():
+        _encodable(span)
+    memory.shutdown()

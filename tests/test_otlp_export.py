@@ -155,7 +155,11 @@ async def test_scripted_run_reaches_the_collector(otlp_env: OtlpReceiver) -> Non
     assert run.attributes[semconv.RESPONSE_EMPTY] is False
     assert run.attributes[semconv.REACT_TERMINATION_REASON] == "tool_calls_with_no_text"
     events = dict(run.events)
-    assert list(events) == [semconv.EVENT_REACT_LOOP_END, semconv.EVENT_FABRICATION_DETECTED]
+    assert list(events) == [
+        semconv.EVENT_REACT_LOOP_END,
+        semconv.EVENT_FABRICATION_DETECTED,
+        semconv.EVENT_EVALUATION_RESULT,
+    ]
     assert events[semconv.EVENT_REACT_LOOP_END] == {
         semconv.REACT_TERMINATION_REASON: "tool_calls_with_no_text",
         semconv.REACT_ITERATION_INDEX: 0,
@@ -168,6 +172,10 @@ async def test_scripted_run_reaches_the_collector(otlp_env: OtlpReceiver) -> Non
     assert fabrication[semconv.FABRICATION_ACTION] == "observed"
     assert fabrication[semconv.FABRICATION_MAX_CONFIDENCE] == pytest.approx(0.65)
     assert fabrication[semconv.FABRICATION_FINDINGS] == 1
+    evaluation = events[semconv.EVENT_EVALUATION_RESULT]
+    assert evaluation[semconv.GEN_AI_EVALUATION_NAME] == semconv.EVALUATION_FABRICATION
+    assert evaluation[semconv.GEN_AI_EVALUATION_SCORE_VALUE] == pytest.approx(0.65)
+    assert evaluation[semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "observed"
 
     # Chat spans: times from started_at_utc + duration_ms, tokens in both spellings.
     react, synth = sorted(chats, key=lambda s: s.start_time_unix_nano)

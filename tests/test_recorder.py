@@ -14,12 +14,13 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 def test_queue_is_bounded_and_applies_oldest_inline_when_full() -> None:
     applied: list[float] = []
 
-    def apply(value: float, attributes: Mapping[str, Any]) -> None:
-        applied.append(value)
+    class Histogram:
+        def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
+            applied.append(value)
 
     recorder = DeferredRecorder(cap=3)
     for value in range(5):
-        recorder.record(apply, float(value), {})
+        recorder.record(Histogram(), float(value), {})
     assert recorder.pending == 3
     assert applied == [0.0, 1.0]
     assert recorder.drain() == 3
@@ -30,14 +31,15 @@ def test_queue_is_bounded_and_applies_oldest_inline_when_full() -> None:
 def test_a_failing_measurement_does_not_stall_the_queue() -> None:
     applied: list[float] = []
 
-    def apply(value: float, attributes: Mapping[str, Any]) -> None:
-        if value == 1.0:
-            raise ValueError("bad")
-        applied.append(value)
+    class Histogram:
+        def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
+            if value == 1.0:
+                raise ValueError("bad")
+            applied.append(value)
 
     recorder = DeferredRecorder()
     for value in (0.0, 1.0, 2.0):
-        recorder.record(apply, value, {})
+        recorder.record(Histogram(), value, {})
     recorder.drain()
     assert applied == [0.0, 2.0]
     assert recorder.failed == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import urllib.request
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from symfonic_otel.budget import (
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
+    AskUserQuestionEvent,
     FabricationDetectedEvent,
     LLMEndEvent,
     ReactLoopEndEvent,
@@ -60,6 +62,11 @@ def _every_kind_of_run(handler: OTelCallbackHandler, tenant: str, index: int) ->
                     outcome="error" if outcome == "error" else "completed",
                 ),
                 error_type="RateLimitError" if outcome == "error" else None,
+                time_to_first_chunk_s=0.2,
+            )
+            handler.end_tool(
+                handler.start_tool(run_id, f"tool-{index % 50}"),
+                error_type="TimeoutError" if outcome == "error" else None,
             )
             if outcome == "empty":
                 handler.react_loop_end(
@@ -80,6 +87,10 @@ def _every_kind_of_run(handler: OTelCallbackHandler, tenant: str, index: int) ->
                     stop_reason="max_tokens" if index % 2 else None,
                 )
             )
+        paused = f"{tenant}-paused-{index}"
+        handler.agent_start(AgentStartEvent("q", paused))
+        handler.ask_user_question(AskUserQuestionEvent("Which one?", run_id=paused))
+        handler.agent_end(AgentEndEvent(paused, None, 5.0, 1))
         handler.agent_start(AgentStartEvent("q", f"{tenant}-abandoned-{index}"))
     handler.close_open_runs()
 
@@ -110,6 +121,8 @@ def test_five_hundred_tenants_each_keep_a_series_on_every_instrument() -> None:
         semconv.FABRICATION_DETECTIONS,
         semconv.AGENT_DURATION,
         semconv.REACT_ITERATIONS,
+        semconv.CLIENT_TIME_TO_FIRST_CHUNK,
+        semconv.EXECUTE_TOOL_DURATION,
     ):
         name = spec.prometheus_name.removesuffix("_total")
         samples = families[name].samples
@@ -132,6 +145,7 @@ def test_five_hundred_tenants_each_keep_a_series_on_every_instrument() -> None:
         assert mine[("error", None)] == 1
         assert mine[("cancelled", None)] == 1
         assert mine[("abandoned", None)] == 1
+        assert mine[("completed", None)] == 1  # the paused run (its own series)
 
 
 def test_a_surrogate_error_type_never_breaks_the_scrape() -> None:
@@ -200,7 +214,15 @@ def test_the_budget_arithmetic_holds_against_the_sdk_limit(max_tenants: int) -> 
                         error_type=f"Error{call}",
                     ),
                     provider=f"provider-{call}",
+                    operation_name=("chat", "text_completion", "embeddings", f"op{call}")[call % 4],
+                    time_to_first_chunk_s=0.1,
                 )
+                handler.end_tool(
+                    handler.start_tool(run_id, f"tool-{index}-{call}"),
+                    error_type=f"ToolError{call}" if call % 3 else None,
+                )
+                if call % 5 == 0:
+                    handler.interrupt(SimpleNamespace(name=f"i{call}", run_id=run_id))
                 handler.llm_end(
                     LLMEndEvent(
                         model=f"model-{call}",
