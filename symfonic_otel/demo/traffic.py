@@ -141,7 +141,7 @@ class Traffic:
             if run.lost_worker:
                 # A worker that died mid-run: AgentStart arrives, AgentEnd never does.
                 self.handler.agent_start(AgentStartEvent(plan.query, f"{run.run_id}-lost"))
-            task = asyncio.create_task(agent.run(plan.query, run_id=run.run_id))
+            task = asyncio.create_task(_play(agent, plan.query, run.run_id, stream=_streams(run)))
         try:
             if plan.cancel_after_s is not None:
                 await asyncio.sleep(plan.cancel_after_s)
@@ -159,3 +159,21 @@ class Traffic:
                 self.handler.agent_end(AgentEndEvent(run.run_id, None, 0.0, None))
         self.completed += 1
         self.on_done(run)
+
+
+# Every fifth plain answer or tool round trip is streamed, as a chat UI would: those runs give
+# the time-to-first-chunk metric its data and show a completed run whose answer the handler is
+# not told (the streaming path's AgentEnd has no final_response).
+_STREAMED_SCENARIOS = frozenset({"answer", "tool_round_trip"})
+
+
+def _streams(run: PlannedRun) -> bool:
+    return run.plan.scenario in _STREAMED_SCENARIOS and run.index % 5 == 0
+
+
+async def _play(agent: ReactAgent, query: str, run_id: str, *, stream: bool) -> None:
+    if not stream:
+        await agent.run(query, run_id=run_id)
+        return
+    async for _ in agent.stream(query, run_id=run_id):
+        pass
