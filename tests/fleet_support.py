@@ -12,6 +12,7 @@ itself and announces it on stderr, so two processes can never race for one.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -140,6 +142,37 @@ class DemoProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def demo_fleet(
+    workdir: Path,
+    specs: Sequence[tuple[str, str]],
+    *,
+    duration_s: float,
+    rate: float,
+    seed: int,
+    noisy_for_s: float | None = None,
+) -> Iterator[list[DemoProcess]]:
+    """One demo process per ``(tenants, noisy)`` spec, each with its own endpoint; all stopped."""
+    processes: list[DemoProcess] = []
+    try:
+        for index, (tenants, noisy) in enumerate(specs):
+            process = DemoProcess(
+                workdir / f"demo-{index}",
+                duration_s=duration_s,
+                rate=rate,
+                tenants=tenants,
+                noisy=noisy,
+                noisy_for_s=noisy_for_s,
+                seed=seed + index,
+            )
+            processes.append(process)
+            process.start()
+        yield processes
+    finally:
+        for process in processes:
+            process.stop()
 
 
 # --- the rules, on a test's time scale -----------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from tests.fleet_support import (
     DASHBOARDS,
     RULES,
     DemoProcess,
+    demo_fleet,
     shortened_rules,
     silent_bail_pages,
 )
@@ -93,25 +93,8 @@ def recorded_names(rules: dict[str, Any], contains: str) -> list[str]:
     ]
 
 
-@contextlib.contextmanager
-def fleet(workdir: Path) -> Iterator[list[DemoProcess]]:
-    processes: list[DemoProcess] = []
-    try:
-        for index, (tenants, noisy) in enumerate(FLEET):
-            process = DemoProcess(
-                workdir / f"demo-{index}",
-                duration_s=DURATION_S,
-                rate=DEMO_RATE,
-                tenants=tenants,
-                noisy=noisy,
-                seed=200 + index,
-            )
-            processes.append(process)
-            process.start()
-        yield processes
-    finally:
-        for process in processes:
-            process.stop()
+def fleet(workdir: Path) -> contextlib.AbstractContextManager[list[DemoProcess]]:
+    return demo_fleet(workdir, FLEET, duration_s=DURATION_S, rate=DEMO_RATE, seed=200)
 
 
 def _by_tenant(result: list[dict[str, Any]]) -> dict[str, float]:

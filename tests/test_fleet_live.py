@@ -20,7 +20,6 @@ import contextlib
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from tests.fleet_support import (
     DASHBOARDS,
     RULES,
     DemoProcess,
+    demo_fleet,
     shortened_rules,
     silent_bail_pages,
 )
@@ -135,26 +135,10 @@ def all_resolved(states: dict[str, list[str]]) -> bool:
 # --- the fleet ------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def fleet(workdir: Path) -> Iterator[list[DemoProcess]]:
-    processes: list[DemoProcess] = []
-    try:
-        for index, (tenants, noisy) in enumerate(FLEET):
-            process = DemoProcess(
-                workdir / f"demo-{index}",
-                duration_s=DURATION_S,
-                rate=DEMO_RATE,
-                tenants=tenants,
-                noisy=noisy,
-                noisy_for_s=NOISY_FOR_S,
-                seed=100 + index,
-            )
-            processes.append(process)
-            process.start()
-        yield processes
-    finally:
-        for process in processes:
-            process.stop()
+def fleet(workdir: Path) -> contextlib.AbstractContextManager[list[DemoProcess]]:
+    return demo_fleet(
+        workdir, FLEET, duration_s=DURATION_S, rate=DEMO_RATE, noisy_for_s=NOISY_FOR_S, seed=100
+    )
 
 
 def test_one_page_per_noisy_tenant_across_the_fleet_none_for_the_others_and_it_resolves(
