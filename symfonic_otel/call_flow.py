@@ -81,11 +81,16 @@ class CallFlow:
             pending.first_chunk_s = max(time.monotonic() - pending.start_monotonic, 0.0)
 
     def llm_end(self, event: Any, hints: Hints) -> None:
-        core = self._core
         call = ex.model_call(event, hints.start_time_ns, hints.end_time_ns, hints.error_type)
+        self.record(call, hints, hints.start_time_ns is not None or ex.has_timing(event))
+
+    def record(self, call: ex.ModelCall, hints: Hints, timed: bool = True) -> None:
+        """Record a call already read into its record (``timed``: its times are its own, not
+        to be taken from a pending LLMStart)."""
+        core = self._core
         run = core.run(call.run_id)
         pending = run.steps.pop_model(call.node) if run is not None and run.steps else None
-        if pending is not None and hints.start_time_ns is None and not ex.has_timing(event):
+        if pending is not None and not timed:
             end_ns = time.time_ns()  # the event says nothing of its timing: LLMStart does
             duration_s = max(time.monotonic() - pending.start_monotonic, 0.0)
             end_ns = max(end_ns, pending.start_ns)

@@ -184,7 +184,11 @@ def _detail(raw: Mapping[Any, Any], details_key: str, key: str) -> int:
 def usage(event: object) -> Usage:
     """Token counts, read the way seed 003's ``TokenUsage`` reads them (first usable source
     wins): LangChain's ``usage_metadata`` details, OpenAI's and Anthropic's raw usage."""
-    raw = getattr(event, "usage", None)
+    return usage_of(getattr(event, "usage", None))
+
+
+def usage_of(raw: object) -> Usage:
+    """``usage`` of a usage mapping itself (what an adapter holds); no counts for anything else."""
     if not isinstance(raw, Mapping):
         return Usage(None, None)
     reading = Usage(
@@ -210,7 +214,11 @@ def usage(event: object) -> Usage:
 
 def stop_reason(event: object) -> str | None:
     """The event's stop reason (raw provider value or run exit), cleaned; None if absent."""
-    value = getattr(event, "stop_reason", None)
+    return clean_stop_reason(getattr(event, "stop_reason", None))
+
+
+def clean_stop_reason(value: object) -> str | None:
+    """A stop reason as recorded: text, trimmed, capped at 64 bytes; None if absent or blank."""
     if value is None:
         return None
     cleaned = clean_text((value if isinstance(value, str) else str(value))[:256].strip(), 64)

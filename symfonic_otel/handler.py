@@ -25,6 +25,7 @@ from symfonic_otel.call_flow import CallFlow, Hints
 from symfonic_otel.content import resolve_capture
 from symfonic_otel.emit_metrics import MetricEmitter
 from symfonic_otel.emit_spans import SpanEmitter
+from symfonic_otel.extract import ModelCall
 from symfonic_otel.handler_core import INTERNAL_ERROR, HandlerCore, key
 from symfonic_otel.labels import BoundedLabels
 from symfonic_otel.logs import FailureLog, run_id_of
@@ -198,6 +199,11 @@ class OTelCallbackHandler(SymfonicProtocol):
                 operation_name,
             ),
         )
+
+    def record_model_call(self, call: ModelCall, hints: Hints) -> None:
+        """An adapter's model call, already read into its record: what ``llm_end`` does after
+        reading its event (the adapter has the typed values, so they are not read twice)."""
+        self._guard("llm_end", self._calls.record, call, hints)
 
     def react_loop_end(self, event: Any) -> None:
         self._guard("react_loop_end", self._runs.react_loop_end, event)

@@ -224,6 +224,11 @@ class RecordingHandler(OTelCallbackHandler):
         self.calls.append(("llm_end", event, kwargs))
         super().llm_end(event, **kwargs)
 
+    def record_model_call(self, call: Any, hints: Any) -> None:
+        """The adapter's model calls arrive as records (``ModelCall``), not LLMEnd events."""
+        self.calls.append(("model_call", call, {"hints": hints}))
+        super().record_model_call(call, hints)
+
     def react_loop_end(self, event: Any) -> None:
         self.calls.append(("react_loop_end", event, {}))
         super().react_loop_end(event)

@@ -98,7 +98,7 @@ def cfg(handler: LangChainCallbackHandler, **extra: Any) -> RunnableConfig:
 
 
 def llm_stops(core: RecordingHandler) -> list[str | None]:
-    return [event.stop_reason for event, _ in core.of("llm_end")]
+    return [call.finish_reason for call, _ in core.of("model_call")]
 
 
 def test_openai_react_agent_raw_and_exit_stop_reasons(
@@ -191,8 +191,8 @@ def test_error_exit_carries_the_exception_type(
         "RateLimitError",
     )
     assert kwargs["error_type"] == "RateLimitError"
-    failed = [e for e, _ in core.of("llm_end") if e.outcome == "error"]
-    assert [(e.error_type, e.stop_reason) for e in failed] == [("RateLimitError", None)]
+    failed = [call for call, _ in core.of("model_call") if call.error_type is not None]
+    assert [(call.error_type, call.finish_reason) for call in failed] == [("RateLimitError", None)]
 
 
 def test_abandoned_stream_exit_is_interrupted(

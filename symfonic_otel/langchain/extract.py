@@ -26,6 +26,7 @@ from symfonic_otel.agent.termination import (
 )
 from symfonic_otel.content import MAX_CONTENT_CHARS
 from symfonic_otel.events import ContentType
+from symfonic_otel.extract import Usage, usage_of
 
 __all__ = [
     "NO_CALL_FIELDS",
@@ -56,10 +57,8 @@ _MAX_KEY: Final = 128
 # non-blank: enough for real outputs, bounded for pathological ones.
 _BLANK_DEPTH: Final = 4
 _BLANK_WIDTH: Final = 64
-_MAX_USAGE_KEYS: Final = 32
 _HUMAN_ROLES: Final = frozenset({"human", "user"})
 _AI_ROLES: Final = frozenset({"ai", "AIMessageChunk", "assistant"})
-_USAGE_DETAILS: Final = ("input_token_details", "output_token_details")
 # LangGraph's channel for ``response_format`` answers (``create_react_agent``).
 _STRUCTURED_RESPONSE: Final = "structured_response"
 
@@ -283,12 +282,19 @@ class LLMOutput:
 
     text: str
     shape: AIShape | None
-    usage: dict[str, Any]
+    usage: Usage
     stop_reason: str | None
     """The provider's raw value (``stop``, ``tool_use``, ``STOP``...)."""
 
+    @property
+    def usage_reported(self) -> bool:
+        """Whether the provider reported token counts (without them the cost is unknown)."""
+        return self.usage.input_tokens is not None or self.usage.output_tokens is not None
 
-EMPTY_LLM_OUTPUT: Final = LLMOutput("", None, {}, None)
+
+# Read-only by convention: a call without usage shares it.
+NO_USAGE: Final = Usage(None, None)
+EMPTY_LLM_OUTPUT: Final = LLMOutput("", None, NO_USAGE, None)
 
 
 def _first_generation(response: object) -> object:
@@ -298,21 +304,6 @@ def _first_generation(response: object) -> object:
         if isinstance(first, list) and first:
             return first[0]
     return None
-
-
-def _usage(source: Mapping[Any, Any]) -> dict[str, Any]:
-    """Integer counts, plus LangChain's cache / reasoning detail dicts, bounded in size."""
-    usage: dict[str, Any] = {}
-    for key, value in source.items():
-        if len(usage) >= _MAX_USAGE_KEYS:
-            break
-        if not isinstance(key, str) or len(key) > 64:
-            continue
-        if isinstance(value, int) and not isinstance(value, bool):
-            usage[key] = value
-        elif key in _USAGE_DETAILS and isinstance(value, Mapping):
-            usage[key] = _usage(value)
-    return usage
 
 
 def llm_output(response: object) -> LLMOutput:
@@ -332,17 +323,17 @@ def llm_output(response: object) -> LLMOutput:
         value = info.get("finish_reason") if isinstance(info, Mapping) else None
         stop = value if isinstance(value, str) and value else None
     stop = stop[:MAX_STOP_REASON] if stop is not None else None
-    usage: dict[str, Any] = {}
+    usage = NO_USAGE
     usage_metadata = getattr(message, "usage_metadata", None)
     if isinstance(usage_metadata, Mapping) and usage_metadata:
-        usage = _usage(usage_metadata)
+        usage = usage_of(usage_metadata)
     else:
         llm_out = getattr(response, "llm_output", None)
         if isinstance(llm_out, Mapping):
             for key in ("token_usage", "usage"):
                 found_usage = llm_out.get(key)
                 if isinstance(found_usage, Mapping) and found_usage:
-                    usage = _usage(found_usage)
+                    usage = usage_of(found_usage)
                     break
     return LLMOutput(text, shape, usage, stop)
 

@@ -18,8 +18,9 @@ from typing import Any, Final
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import semconv
-from symfonic_otel.events import LLMEndEvent
+from symfonic_otel import extract as ex
+from symfonic_otel import sanitise, semconv
+from symfonic_otel.call_flow import Hints
 from symfonic_otel.langchain import errors, messages
 from symfonic_otel.langchain.attributes import (
     conversation_id,
@@ -164,29 +165,34 @@ class ModelCalls(Part):
         parent: Context | None = in_span(call.parent_span)
         if agent is None and parent is None:  # standalone: under the caller's span
             parent = call.parent
-        error_type = errors.error_type(error, kind)
-        self._core.llm_end(
-            LLMEndEvent(
-                model=call.model,
+        error_type = ex.error_type(errors.error_type(error, kind), None)
+        failed = errors.outcome(kind) == "error"
+        ended_ns = max(ended_ns, call.started_ns)
+        self._core.record_model_call(
+            ex.ModelCall(
+                run_id=sanitise.run_key(agent.run_id) if agent is not None else "",
+                model=sanitise.clean_text(call.model, sanitise.MAX_NAME_BYTES),
+                node=sanitise.clean_text(call.node, sanitise.MAX_NAME_BYTES),
+                iteration=call.iteration,
+                error_type=(error_type or semconv.OTHER_VALUE) if failed else None,
+                finish_reason=ex.clean_stop_reason(output.stop_reason),
                 output=output.text,
+                timing=ex.call_timing(None, call.started_ns, ended_ns),
                 usage=output.usage,
-                run_id=agent.run_id if agent is not None else "",
-                node_name=call.node,
-                iteration_index=call.iteration,
-                outcome=errors.outcome(kind),
-                pricing_unknown=not output.usage,  # no usage reported: the cost is unknown
-                stop_reason=output.stop_reason,
-                error_type=error_type,
+                pricing_unknown=not output.usage_reported,  # no usage: the cost is unknown
+                details=None,
             ),
-            provider=call.provider,
-            start_time_ns=call.started_ns,
-            end_time_ns=max(ended_ns, call.started_ns),
-            error_type=error_type,
-            tenant_id=call.tenant,
-            parent=parent,
-            attributes=attributes,
-            time_to_first_chunk_s=first_chunk_s,
-            operation_name=call.operation if call.operation != semconv.OP_CHAT else None,
+            Hints(
+                provider=call.provider,
+                start_time_ns=call.started_ns,
+                end_time_ns=ended_ns,
+                error_type=error_type,
+                parent=parent,
+                tenant_id=call.tenant,
+                attributes=attributes,
+                time_to_first_chunk_s=first_chunk_s,
+                operation_name=call.operation if call.operation != semconv.OP_CHAT else None,
+            ),
         )
 
     def _response(self, pair: tuple[object, LLMOutput]) -> dict[str, AttributeValue]:
