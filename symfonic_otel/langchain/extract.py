@@ -41,12 +41,14 @@ __all__ = [
     "llm_output",
     "model_name",
     "query",
+    "run_id_text",
     "run_key",
     "tenant",
 ]
 
-RunKey = UUID | str
-"""What the adapter keys its state by: LangChain's run UUID, or a bounded string."""
+RunKey = int | str
+"""What the adapter keys its state by: LangChain's run UUID as its 128-bit integer (hashed in C,
+where a ``UUID`` hashes in Python on every lookup), or a bounded string for other ids."""
 
 # Longest name / id / tenant kept between a start and its end. Model, node, tool and provider
 # names are far shorter in practice; the core caps and sanitises again for telemetry.
@@ -69,13 +71,13 @@ def bounded(value: object, limit: int = MAX_NAME) -> str | None:
 
 
 def run_key(run_id: object) -> RunKey | None:
-    """The state key of a run id: the UUID itself, else a string of at most ~128 characters.
+    """The state key of a run id: a UUID's integer, else a string of at most ~128 characters.
 
     A long id keeps a prefix and a digest of the whole, so distinct ids stay distinct while the
     adapter (and the run id attribute the core records) stays small.
     """
     if isinstance(run_id, UUID):
-        return run_id
+        return run_id.int
     if run_id is None:
         return None
     text = run_id if isinstance(run_id, str) else str(run_id)
@@ -83,6 +85,11 @@ def run_key(run_id: object) -> RunKey | None:
         return text
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return f"{text[:64]}~{digest}"
+
+
+def run_id_text(key: RunKey) -> str:
+    """The run id the core records for a key: a UUID's canonical text, else the key."""
+    return str(UUID(int=key)) if isinstance(key, int) else key
 
 
 # --- messages -------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Final, Literal
 
 from opentelemetry.trace import Span
 
-from symfonic_otel.langchain.extract import AIShape, RunKey
+from symfonic_otel.langchain.extract import AIShape, RunKey, run_id_text
 from symfonic_otel.langchain.state import AgentRun, ChainStart, ChatCall, SpanClaim
 
 __all__ = ["RunTree"]
@@ -98,7 +98,7 @@ class RunTree:
                 return None, None, None
             sub = AgentRun(
                 key=key,
-                run_id=str(key),
+                run_id=run_id_text(key),
                 started_monotonic=time.monotonic()
                 - max(time.time_ns() - start.started_ns, 0) / 1e9,
                 parent=owner,

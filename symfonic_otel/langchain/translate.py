@@ -38,6 +38,7 @@ from symfonic_otel.langchain.extract import (
     RunKey,
     final_output,
     query,
+    run_id_text,
     tenant,
 )
 from symfonic_otel.langchain.runs import RunTree
@@ -89,7 +90,7 @@ class Translator(Part):
     def start_agent(
         self, key: RunKey, inputs: object, metadata: Mapping[str, Any], name: object, ser: object
     ) -> None:
-        agent = AgentRun(key=key, run_id=str(key), started_monotonic=time.monotonic())
+        agent = AgentRun(key=key, run_id=run_id_text(key), started_monotonic=time.monotonic())
         added, evicted = self._tree.open_agent(agent)
         if not added:
             return
@@ -201,8 +202,8 @@ class Translator(Part):
 
         If the core still has the run open, end it there rather than leaving it to the TTL.
         """
-        if self._core.is_open(str(key)):
-            self._end_lost(str(key), error)
+        if self._core.is_open(run_id_text(key)):
+            self._end_lost(run_id_text(key), error)
 
     def _end_lost(self, run_id: str, error: BaseException | None) -> None:
         kind = errors.classify(error)
