@@ -174,6 +174,19 @@ class Usage:
         return max(plain, 0)
 
 
+# Where cache and reasoning counts can be: LangChain's details, OpenAI's, Anthropic's.
+_DETAIL_KEYS: Final = frozenset(
+    {
+        "input_token_details",
+        "output_token_details",
+        "prompt_tokens_details",
+        "completion_tokens_details",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    }
+)
+
+
 def _detail(raw: Mapping[Any, Any], details_key: str, key: str) -> int:
     details = raw.get(details_key)
     if not isinstance(details, Mapping):
@@ -195,6 +208,8 @@ def usage_of(raw: object) -> Usage:
         _tokens(raw, "input_tokens", "prompt_tokens"),
         _tokens(raw, "output_tokens", "completion_tokens"),
     )
+    if _DETAIL_KEYS.isdisjoint(raw):  # plain counts, the common case
+        return reading
     reading.cache_read_tokens = (
         _detail(raw, "input_token_details", "cache_read")
         or _detail(raw, "prompt_tokens_details", "cached_tokens")

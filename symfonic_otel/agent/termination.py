@@ -31,6 +31,7 @@ __all__ = [
     "normalize_stop_reason",
     "raw_stop_reason",
     "reported_stop_reason",
+    "stop_reasons",
     "stop_vocabulary",
     "tool_call_signature",
     "tools_condition",
@@ -166,15 +167,21 @@ def normalize_stop_reason(message: Any) -> str | None:
     OpenAI refusal (text in ``additional_kwargs["refusal"]``, finish reason ``stop``) counts as
     ``refusal``.
     """
+    return stop_reasons(message)[1]
+
+
+def stop_reasons(message: Any) -> tuple[str | None, str | None]:
+    """(``raw_stop_reason``, ``normalize_stop_reason``) of a message, its metadata read once
+    (this is on every model call's path)."""
     metadata = _metadata(message)
-    found = _raw(metadata)  # read once: it is on every model call's path
+    found = _raw(metadata)
     raw = found[1] if found is not None else None
     extra = getattr(message, "additional_kwargs", None)
-    if isinstance(extra, Mapping) and extra.get("refusal") and (raw is None or raw == "stop"):
-        return REFUSAL
-    if found is None or raw is None:
-        return None
-    return _vocabulary(metadata, found).get(raw, raw)
+    if extra and isinstance(extra, Mapping) and extra.get("refusal") and raw in (None, "stop"):
+        return raw, REFUSAL
+    if found is None:
+        return None, None
+    return raw, _vocabulary(metadata, found).get(found[1], found[1])
 
 
 def reported_stop_reason(stop_reason: str | None, has_tool_calls: bool) -> str:

@@ -18,11 +18,13 @@ from types import SimpleNamespace
 from typing import Any, Final
 from uuid import UUID
 
+from langchain_core.messages import BaseMessage
+
 from symfonic_otel.agent.flatten import content_type, flatten_content_blocks
 from symfonic_otel.agent.termination import (
-    normalize_stop_reason,
     raw_stop_reason,
     reported_stop_reason,
+    stop_reasons,
 )
 from symfonic_otel.content import MAX_CONTENT_CHARS
 from symfonic_otel.events import ContentType
@@ -145,26 +147,35 @@ def _metadata_view(message: object) -> object:
     return message
 
 
-def _ai_message(message: object) -> tuple[AIShape, str] | None:
-    """(shape, answer text) of an AI message; None for anything that is not one."""
-    if _message_role(message) not in _AI_ROLES:
-        return None
-    content = _message_content(message)
-    view = _metadata_view(message)
+def _ai_message(message: object) -> tuple[AIShape, str, str | None] | None:
+    """(shape, answer text, the provider's raw stop value) of an AI message; None for anything
+    that is not one."""
+    if isinstance(message, BaseMessage):  # the common case: plain attribute reads
+        if message.type not in _AI_ROLES:
+            return None
+        content: object = message.content
+        view: object = message
+        tool_calls = getattr(message, "tool_calls", None)
+    else:
+        if _message_role(message) not in _AI_ROLES:
+            return None
+        content = _message_content(message)
+        view = _metadata_view(message)
+        tool_calls = (
+            message.get("tool_calls")
+            if isinstance(message, Mapping)
+            else getattr(message, "tool_calls", None)
+        )
     text = flatten_content_blocks(content)
     if text is None:  # OpenAI structured-output refusals carry their text here
         extra = getattr(view, "additional_kwargs", None)
         refusal = extra.get("refusal") if isinstance(extra, Mapping) else None
         text = refusal if isinstance(refusal, str) and refusal else ""
-    tool_calls = (
-        message.get("tool_calls")
-        if isinstance(message, Mapping)
-        else getattr(message, "tool_calls", None)
-    )
     count = len(tool_calls) if isinstance(tool_calls, list | tuple) else 0
-    stop = reported_stop_reason(normalize_stop_reason(view), count > 0)
+    raw, normalized = stop_reasons(view)
+    stop = reported_stop_reason(normalized, count > 0)
     shape = AIShape(not text.strip(), content_type(content), count, stop[:MAX_STOP_REASON])
-    return shape, text
+    return shape, text, raw
 
 
 def query(inputs: object) -> str:
@@ -227,7 +238,7 @@ def final_output(outputs: object, *, render: bool) -> FinalOutput:
         if found is None:
             text = flatten_content_blocks(_message_content(messages[-1])) or ""
             return FinalOutput(True, text)
-        shape, text = found
+        shape, text, _ = found
         if not shape.blank:
             return FinalOutput(True, text, ai=shape)
         structured = outputs.get(_STRUCTURED_RESPONSE) if isinstance(outputs, Mapping) else None
@@ -236,7 +247,7 @@ def final_output(outputs: object, *, render: bool) -> FinalOutput:
         return FinalOutput(False, "", bail=shape, ai=shape)
     found = _ai_message(outputs)
     if found is not None:
-        shape, text = found
+        shape, text, _ = found
         return FinalOutput(not shape.blank, text, ai=shape)
     if outputs is None:
         return UNKNOWN_OUTPUT
@@ -319,12 +330,13 @@ def llm_output(response: object) -> LLMOutput:
     message = getattr(generation, "message", None)
     found = _ai_message(message) if message is not None else None
     shape: AIShape | None = None
+    stop: str | None = None
     if found is not None:
-        shape, text = found
+        shape, text, stop = found
     else:
         raw = getattr(generation, "text", "")
         text = raw if isinstance(raw, str) else ""
-    stop = raw_stop_reason(_metadata_view(message)) if message is not None else None
+        stop = raw_stop_reason(_metadata_view(message)) if message is not None else None
     if stop is None:  # completion models report it per generation
         info = getattr(generation, "generation_info", None)
         value = info.get("finish_reason") if isinstance(info, Mapping) else None
