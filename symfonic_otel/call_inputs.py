@@ -4,28 +4,31 @@
 consolidation and tool binding, and the system prompt); ``LLMPreCallEvent`` the wire-accurate one
 (the consolidated messages, the bound tools, the provider's invocation parameters). What they say
 waits on the call's ``PendingModelCall`` for its LLMEnd: the request parameters always (they are
-not content), the input messages, system instructions and tool definitions only with content
-capture on. Content is rendered when the event comes, in the shapes and budget the LangChain
-adapter uses (``content_json``): the span shows the conversation as it was sent even if the agent
-goes on appending to the list, and a pending call holds a few capped strings, never the
-caller's objects. The pre-call's messages, when they can be read, replace the start's.
+not content; read at once, a few numbers), the messages and tools only with content capture on
+(shallow copies of the lists, so what the agent appends later is not part of the call). The
+content is rendered once, at the LLMEnd, in the shapes and budget of the LangChain adapter
+(``content_json``): Symfonic sends both events for every call, and only one view is recorded,
+the pre-call's messages when they can be read, else LLMStart's.
 
-Each field is read on its own, so a bad one costs only its attribute.
+Each field is read and rendered on its own, so a bad one costs only its attribute.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import extract_steps as xs
 from symfonic_otel import semconv
-from symfonic_otel.call_flow import CallFlow
 from symfonic_otel.content_json import input_messages_json, tool_definitions_json
 from symfonic_otel.handler_core import UNKNOWN_RUN, HandlerCore
 from symfonic_otel.request_params import request_attributes
+from symfonic_otel.steps import ModelInputs, PendingModelCall
+
+if TYPE_CHECKING:
+    from symfonic_otel.call_flow import CallFlow
 
 Attributes = dict[str, AttributeValue]
 
@@ -37,19 +40,24 @@ def _field(event: object, name: str) -> object:
         return None
 
 
-def _items(value: object) -> Sequence[Any] | None:
-    """A non-empty list or tuple (a string or a mapping is not a list of messages or tools)."""
-    return value if isinstance(value, list | tuple) and value else None
+def _items(event: object, name: str) -> tuple[Any, ...] | None:
+    """A shallow copy of a non-empty list or tuple field (a string is not a list of messages)."""
+    value = _field(event, name)
+    if not isinstance(value, list | tuple) or not value:
+        return None
+    try:
+        return tuple(value)
+    except Exception:  # a list subclass whose iteration raises
+        return None
 
 
-def _messages(event: object, instructions: str, found: Attributes) -> bool:
-    """Input messages and system instructions into ``found``; whether the messages were read."""
-    messages = _items(_field(event, "messages"))
+def _messages(messages: Sequence[Any] | None, instructions: str, found: Attributes) -> bool:
+    """Input messages and system instructions into ``found``; whether they could be rendered."""
     if messages is None and not instructions:
         return False
     try:
         system, history, truncated = input_messages_json(messages or (), instructions)
-    except Exception:  # a message that cannot be read: the field is lost, nothing else
+    except Exception:  # a message that cannot be read: these two attributes are lost, no more
         return False
     if system is not None:
         found[semconv.GEN_AI_SYSTEM_INSTRUCTIONS] = system
@@ -57,13 +65,10 @@ def _messages(event: object, instructions: str, found: Attributes) -> bool:
         found[semconv.GEN_AI_INPUT_MESSAGES] = history
     if truncated:
         found[semconv.CONTENT_TRUNCATED] = True
-    return messages is not None
+    return True
 
 
-def _tools(event: object, found: Attributes) -> None:
-    tools = _items(_field(event, "tools"))
-    if tools is None:
-        return
+def _tools(tools: Sequence[Any], found: Attributes) -> None:
     try:
         definitions, truncated = tool_definitions_json(tools)
     except Exception:
@@ -74,26 +79,31 @@ def _tools(event: object, found: Attributes) -> None:
         found[semconv.CONTENT_TRUNCATED] = True
 
 
-def start_inputs(event: object) -> Attributes | None:
-    """LLMStart's content (capture on only): its messages and system prompt."""
-    prompt = _field(event, "system_prompt")
+def render(inputs: ModelInputs) -> Attributes:
+    """The content attributes of a call's inputs: the pre-call's view, else LLMStart's."""
     found: Attributes = {}
-    _messages(event, prompt if isinstance(prompt, str) else "", found)
-    return found or None
+    if inputs.wire_messages is None or not _messages(inputs.wire_messages, "", found):
+        _messages(inputs.start_messages, inputs.system_prompt, found)
+    if inputs.tools is not None:
+        _tools(inputs.tools, found)
+    return found
 
 
-def pre_call_inputs(event: object, capture: bool) -> tuple[Attributes, bool]:
-    """LLMPreCall's attributes, and whether its messages were read (they replace LLMStart's)."""
-    found = request_attributes(_field(event, "invocation_params"))
-    if not capture:
-        return found, False
-    read = _messages(event, "", found)
-    _tools(event, found)
-    return found, read
+def span_attributes(
+    pending: PendingModelCall, caller: Mapping[str, AttributeValue] | None
+) -> Mapping[str, AttributeValue] | None:
+    """What the call's LLMStart / LLMPreCall said, under the adapter's own attributes (which
+    win); ``caller`` itself when they said nothing."""
+    found: Attributes = dict(pending.request) if pending.request else {}
+    if pending.inputs is not None:
+        found.update(render(pending.inputs))
+    if not found:
+        return caller
+    return {**found, **caller} if caller else found
 
 
 class InputFlow:
-    """LLMStart (after the call flow has timed it) and LLMPreCall -> the pending call's inputs."""
+    """LLMStart (after the call flow has timed it) and LLMPreCall -> the pending call."""
 
     __slots__ = ("_calls", "_core")
 
@@ -109,7 +119,11 @@ class InputFlow:
         run = self._core.run(step.run_id)
         pending = run.steps.model_at(step.node) if run is not None and run.steps else None
         if pending is not None:
-            pending.inputs = start_inputs(event)
+            prompt = _field(event, "system_prompt")
+            pending.inputs = ModelInputs(
+                start_messages=_items(event, "messages"),
+                system_prompt=prompt if isinstance(prompt, str) else "",
+            )
 
     def llm_pre_call(self, event: Any) -> None:
         core = self._core
@@ -119,9 +133,11 @@ class InputFlow:
             if step.run_id:  # no run id at all: a standalone call, nothing to wait for
                 core.drop("llm_pre_call", UNKNOWN_RUN)
             return
-        found, replaces = pre_call_inputs(event, core.spans.capture_content)
         pending = run.step_state().model_or_start(step.node)
-        if replaces or not pending.inputs:
-            pending.inputs = found or None
-        else:
-            pending.inputs = {**pending.inputs, **found}
+        pending.request = request_attributes(_field(event, "invocation_params")) or None
+        if core.spans.capture_content:
+            inputs = pending.inputs
+            if inputs is None:
+                inputs = pending.inputs = ModelInputs()
+            inputs.wire_messages = _items(event, "messages")
+            inputs.tools = _items(event, "tools")

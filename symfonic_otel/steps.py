@@ -1,10 +1,10 @@
 """Open steps: tool, node and generic call spans between their start and end, bounded.
 
-A run's steps (Symfonic's tool and node events, the model call awaiting its LLMEnd) live on the run
-itself, so they go when the run goes; each kind is capped per run (a pending model call's inputs are
-capped too: a few attributes of ``content_json.MAX_ATTRIBUTE_CHARS`` at most). Spans an adapter
-opens through ``start_tool`` / ``start_call`` are tracked in an ``OpenCalls`` table (capped, oldest
-first out) that remembers what their end needs: the tenant and tool name of the duration metric.
+A run's steps (Symfonic's tool and node events, the model call awaiting its LLMEnd) live on the
+run itself, so they go when the run goes; each kind is capped per run (a pending model call keeps
+what its events carried only until its LLMEnd or its run's end). Spans an adapter opens through
+``start_tool`` / ``start_call`` are tracked in an ``OpenCalls`` table (capped, oldest first out)
+that remembers what their end needs: the tenant and tool name of the duration metric.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
@@ -34,22 +33,27 @@ class OpenCall:
 
 
 @dataclass(slots=True)
+class ModelInputs:
+    """What a call's LLMStart / LLMPreCall sent (kept with capture on only), rendered once at its
+    LLMEnd by ``call_inputs``. The message lists are shallow copies: what the agent appends to
+    its history after the call began is not part of the call."""
+
+    start_messages: tuple[Any, ...] | None = None  # LLMStart: the engine's view
+    system_prompt: str = ""
+    wire_messages: tuple[Any, ...] | None = None  # LLMPreCall: what the provider receives
+    tools: tuple[Any, ...] | None = None
+
+
+@dataclass(slots=True)
 class PendingModelCall:
     """An LLMStart (or LLMPreCall) awaiting its LLMEnd: when it started, when its first chunk
-    came, and the span attributes its inputs gave (``call_inputs``), built once and capped."""
+    came, the request parameters of its LLMPreCall and, with capture on, its inputs."""
 
     start_ns: int
     start_monotonic: float
     first_chunk_s: float | None = None
-    inputs: dict[str, AttributeValue] | None = None
-
-    def span_attributes(
-        self, caller: Mapping[str, AttributeValue] | None
-    ) -> Mapping[str, AttributeValue] | None:
-        """The inputs' attributes under the caller's own, which win."""
-        if not self.inputs:
-            return caller
-        return {**self.inputs, **caller} if caller else self.inputs
+    request: dict[str, AttributeValue] | None = None
+    inputs: ModelInputs | None = None
 
 
 @dataclass(slots=True, eq=False)

@@ -384,7 +384,7 @@ async def test_pre_call_of_an_unknown_run_is_counted(telemetry: InMemoryTelemetr
 def test_pending_calls_stay_capped_per_run() -> None:
     steps = RunSteps()
     for index in range(MAX_STEPS_PER_RUN * 3):
-        steps.model_or_start(f"node-{index}").inputs = {"k": "v" * 100}
+        steps.model_or_start(f"node-{index}").request = {"k": "v" * 100}
     assert len(steps.models) == MAX_STEPS_PER_RUN
     assert steps.model_at("node-0") is None  # the oldest went first
     assert steps.model_at(f"node-{MAX_STEPS_PER_RUN * 3 - 1}") is not None
@@ -414,4 +414,67 @@ async def test_reference_loop_chat_spans_carry_their_input(telemetry: InMemoryTe
     second_input = json.loads(_attrs(second)[semconv.GEN_AI_INPUT_MESSAGES])
     assert [m["role"] for m in second_input] == ["user", "assistant", "tool"]
     assert second_input[2]["parts"][0]["response"] == "value-of-x"
+    definitions = json.loads(_attrs(first)[semconv.GEN_AI_TOOL_DEFINITIONS])
+    assert sorted(d["name"] for d in definitions) == sorted(t.name for t in TOOLS)
+    assert all(d["parameters"]["type"] == "object" for d in definitions)
+    assert _internal_errors(telemetry) == 0
+
+
+@pytest.mark.parametrize("capture", [True, False])
+async def test_reference_loop_sends_its_request_through_a_real_provider_adapter(
+    telemetry: InMemoryTelemetry, capture: bool
+) -> None:
+    """ChatOpenAI over a loopback server: the loop's LLMPreCall carries the adapter's own
+    invocation parameters and the bound tool, so the chat span has them."""
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from wire_server import WireResponse, serve
+
+    from symfonic_otel.agent import ReactAgent
+
+    @tool
+    def stock(sku: str) -> str:
+        """How many units of a SKU are in stock."""
+        return f"{sku}: 7 units"
+
+    completion = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_750_000_000,
+        "model": "gpt-4o",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": OUTPUT},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52},
+    }
+    handler = telemetry.handler(capture_content=capture)
+    with serve(WireResponse(completion)) as server:
+        model = ChatOpenAI(
+            model="gpt-4o",
+            base_url=server.url + "/v1",
+            api_key="test-key",
+            max_retries=0,
+            temperature=0.2,
+            max_tokens=100,
+        )
+        await ReactAgent(model, [stock], callbacks=[handler]).run(f"{SECRET}: is sku-42 in stock?")
+
+    attrs = _attrs(_chat(telemetry))
+    assert attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] == 0.2
+    assert attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] == 100
+    assert attrs[semconv.GEN_AI_REQUEST_STREAM] is False
+    if capture:
+        (definition,) = json.loads(attrs[semconv.GEN_AI_TOOL_DEFINITIONS])
+        assert definition["name"] == "stock"
+        assert definition["description"] == "How many units of a SKU are in stock."
+        assert set(definition["parameters"]["properties"]) == {"sku"}
+        (sent,) = json.loads(attrs[semconv.GEN_AI_INPUT_MESSAGES])
+        assert sent["parts"][0]["content"] == f"{SECRET}: is sku-42 in stock?"
+    else:
+        assert semconv.GEN_AI_TOOL_DEFINITIONS not in attrs
+        assert "4242-7719" not in _everything_recorded(telemetry)
     assert _internal_errors(telemetry) == 0
