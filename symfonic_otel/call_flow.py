@@ -18,6 +18,7 @@ from opentelemetry.util.types import AttributeValue
 from symfonic_otel import extract as ex
 from symfonic_otel import extract_steps as xs
 from symfonic_otel import semconv
+from symfonic_otel.call_inputs import span_attributes
 from symfonic_otel.emit_spans import CallContext
 from symfonic_otel.handler_core import (
     EMPTY_CONTEXT,
@@ -90,6 +91,8 @@ class CallFlow:
         core = self._core
         run = core.run(call.run_id)
         pending = run.steps.pop_model(call.node) if run is not None and run.steps else None
+        if pending is not None and (pending.request or pending.inputs):  # LLMPreCall / LLMStart
+            hints.attributes = span_attributes(pending, hints.attributes)
         if pending is not None and not timed:
             end_ns = time.time_ns()  # the event says nothing of its timing: LLMStart does
             duration_s = max(time.monotonic() - pending.start_monotonic, 0.0)

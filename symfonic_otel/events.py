@@ -4,19 +4,19 @@ Field names, order and defaults match Symfonic's dataclasses so a handler writte
 works unchanged with these, and ours work with Symfonic's. Handlers never ``isinstance``-check
 events: any object with the same attribute names is accepted.
 
-Seed 003 gives the fields of Symfonic's dataclasses (``LLMStartEvent``, the node events) but not
-of its pydantic step events (tool calls, text deltas, pauses). Those below use the names its
-prose does (``tool_call_id``, the ``announced`` / ``executing`` phase; an interrupt's ``name``,
-``pause_token``, ``payload``, ``expires_at``, ``interrupt_id``), and the handler also reads the
-usual alternatives (``name``, ``call_id``, ``args``, ``output``, ``status``...), so events of
-another shape still map. ``run_id`` on the step events is this package's extension: it ties the
+Seed 003 gives the fields of Symfonic's dataclasses (``LLMStartEvent``, ``LLMPreCallEvent``, the
+node events) but not of its pydantic step events (tool calls, text deltas, pauses). Those below use
+the names its prose does (``tool_call_id``, the ``announced`` / ``executing`` phase; an interrupt's
+``name``, ``pause_token``, ``payload``, ``expires_at``, ``interrupt_id``), and the handler also
+reads the usual alternatives (``name``, ``call_id``, ``args``, ``output``, ``status``...), so events
+of another shape still map. ``run_id`` on the step events is this package's extension: it ties the
 event to its run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -37,6 +37,7 @@ __all__ = [
     "FabricationMode",
     "InterruptEvent",
     "LLMEndEvent",
+    "LLMPreCallEvent",
     "LLMStartEvent",
     "NodeEndEvent",
     "NodeErrorEvent",
@@ -200,6 +201,20 @@ class LLMStartEvent:
     system_prompt: str = ""
     node_name: str = ""
     turn_index: int = 0
+
+
+@dataclass(frozen=True)
+class LLMPreCallEvent:
+    """The request a provider is about to receive: ``messages`` after system-message
+    consolidation, ``tools`` as ``{"name", "description", "schema"}`` records, the provider's
+    ``invocation_params``. It ships prompts verbatim: telemetry keeps them only with capture on."""
+
+    model: str
+    messages: list[Any]
+    tools: list[dict[str, Any]]
+    run_id: str
+    invocation_params: dict[str, Any] = field(default_factory=dict)
+    node_name: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import __version__, lifecycle, semconv
 from symfonic_otel.call_flow import CallFlow, Hints
+from symfonic_otel.call_inputs import InputFlow
 from symfonic_otel.content import resolve_capture
 from symfonic_otel.emit_metrics import MetricEmitter
 from symfonic_otel.emit_spans import SpanEmitter
@@ -104,6 +105,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         )
         self._runs = RunFlow(core)
         self._calls = CallFlow(core)
+        self._inputs = InputFlow(core, self._calls)
         self._steps = StepFlow(core)
         # Runs past their TTL are closed at every metric collection, even with no traffic; at
         # shutdown and exit every open run is closed before the final flush.
@@ -154,9 +156,14 @@ class OTelCallbackHandler(SymfonicProtocol):
         )
 
     def llm_start(self, event: Any) -> None:
-        """A model call began: its LLMEnd gets the start time and, with a text delta, the time
-        to first chunk."""
-        self._guard("llm_start", self._calls.llm_start, event)
+        """A model call began: its LLMEnd gets the start time, with a text delta the time to
+        first chunk and, with capture on, the input messages and system prompt."""
+        self._guard("llm_start", self._inputs.llm_start, event)
+
+    def llm_pre_call(self, event: Any) -> None:
+        """The wire-accurate request (``LLMPreCallEvent``): its LLMEnd's span gets the request
+        parameters and, with capture on, the sent messages and the tool definitions."""
+        self._guard("llm_pre_call", self._inputs.llm_pre_call, event)
 
     def text_delta(self, event: Any) -> None:
         self._guard("text_delta", self._calls.text_delta, event)

@@ -18,8 +18,9 @@ application or its HTTP clients make inside (and the ``traceparent`` they send) 
   the run the step belongs to (``LangChainCallbackHandler.span_context``: a tool's or a node's
   span, else its agent run's). The copy is discarded when the step ends, so nothing is detached
   and nothing leaks into the caller; it is how LangSmith propagates its own run tree.
-- ``VectorStoreRetriever`` bodies run with their ``retrieval`` span current (attached and
-  detached in the wrapper's frame), so the embeddings call of a search nests under it.
+- Retriever bodies (``_get_relevant_documents`` of every ``BaseRetriever`` subclass, sync and
+  async) run with their ``retrieval`` span current, attached and detached in the wrapper's frame
+  (``langchain.retrievers``), so a vector store's embeddings call or HTTP request nests under it.
 - ``Embeddings`` methods (which have no callbacks) are recorded as ``embeddings`` spans.
 
 The callback handler alone (passed in ``callbacks``) never makes a span current.
@@ -41,6 +42,7 @@ from wrapt import wrap_function_wrapper
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain import LangChainCallbackHandler
 from symfonic_otel.langchain.embeddings import EmbeddingsWrapper
+from symfonic_otel.langchain.retrievers import RetrieverBodies
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["SymfonicLangChainInstrumentor"]
@@ -50,11 +52,6 @@ _MANAGER: Final = ("langchain_core.callbacks.base", "BaseCallbackManager", "__in
 _CONFIG_CONTEXTS: Final = (
     ("langchain_core.runnables.config", "_set_config_context"),
     ("langgraph._internal._runnable", "_set_config_context"),
-)
-# (module, class, method, is_async): retriever bodies, which run outside any step context.
-_RETRIEVER_BODIES: Final = (
-    ("langchain_core.vectorstores.base", "VectorStoreRetriever", "_get_relevant_documents", False),
-    ("langchain_core.vectorstores.base", "VectorStoreRetriever", "_aget_relevant_documents", True),
 )
 _INSTRUMENTS: Final = ("langchain-core >= 0.3",)
 # ``instrument()`` options passed on to ``OTelCallbackHandler``; anything else a distro passes
@@ -129,53 +126,6 @@ class _StepInSpan:
         return result
 
 
-class _BodyInContext:
-    """wrapt wrapper for a retriever's body: its span is current while the body runs.
-
-    Attach and detach happen in this one frame (for the async body, in one coroutine), so they
-    always pair up, whatever the body raises and whichever task or thread runs it.
-    """
-
-    def __init__(self, handler: LangChainCallbackHandler, is_async: bool) -> None:
-        self._handler = handler
-        self._is_async = is_async
-
-    def _context(self, kwargs: dict[str, Any]) -> context.Context | None:
-        run_id = getattr(kwargs.get("run_manager"), "run_id", None)
-        return None if run_id is None else self._handler.span_context(run_id)
-
-    def __call__(
-        self,
-        wrapped: Callable[..., Any],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        ctx = self._context(kwargs)
-        if ctx is None:
-            return wrapped(*args, **kwargs)
-        if self._is_async:
-            return self._in_context_async(ctx, wrapped, args, kwargs)
-        token = context.attach(ctx)
-        try:
-            return wrapped(*args, **kwargs)
-        finally:
-            context.detach(token)
-
-    @staticmethod
-    async def _in_context_async(
-        ctx: context.Context,
-        wrapped: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        token = context.attach(ctx)
-        try:
-            return await wrapped(*args, **kwargs)
-        finally:
-            context.detach(token)
-
-
 class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """OpenTelemetry instrumentor adding ``LangChainCallbackHandler`` to every LangChain run.
 
@@ -189,6 +139,7 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     _handler: LangChainCallbackHandler | None = None
     _steps: tuple[tuple[str, str], ...] = ()
     _embeddings: EmbeddingsWrapper | None = None
+    _retrievers: RetrieverBodies | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _INSTRUMENTS
@@ -224,14 +175,17 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 continue
             steps.append((module, function))
         self._steps = tuple(steps)
-        for module, cls, method, is_async in _RETRIEVER_BODIES:
-            wrap_function_wrapper(module, f"{cls}.{method}", _BodyInContext(handler, is_async))
+        self._retrievers = RetrieverBodies(handler, failures)
+        self._retrievers.install()
         self._embeddings = EmbeddingsWrapper(handler.handler, failures)
         self._embeddings.install()
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for module, cls, method, *_ in (_MANAGER, *_RETRIEVER_BODIES):
-            unwrap(f"{module}.{cls}", method)
+        module, cls, method = _MANAGER
+        unwrap(f"{module}.{cls}", method)
+        if self._retrievers is not None:
+            self._retrievers.uninstall()
+            self._retrievers = None
         for module, function in self._steps:
             unwrap(import_module(module), function)
         self._steps = ()

@@ -95,38 +95,14 @@ CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 InstrumentKind = Literal["counter", "updown_counter", "histogram"]
 
 # GenAI semantic conventions: explicit bucket advice for the two gen_ai.client.* histograms.
+# fmt: off
 GEN_AI_DURATION_BUCKETS: Final = (
-    0.01,
-    0.02,
-    0.04,
-    0.08,
-    0.16,
-    0.32,
-    0.64,
-    1.28,
-    2.56,
-    5.12,
-    10.24,
-    20.48,
-    40.96,
-    81.92,
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 )
 GEN_AI_TOKEN_BUCKETS: Final = (
-    1,
-    4,
-    16,
-    64,
-    256,
-    1024,
-    4096,
-    16384,
-    65536,
-    262144,
-    1048576,
-    4194304,
-    16777216,
-    67108864,
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
 )
+# fmt: on
 # A whole agent run can outlast a single completion: the semconv ladder, doubled twice more.
 AGENT_DURATION_BUCKETS: Final = (*GEN_AI_DURATION_BUCKETS, 163.84, 327.68)
 ITERATION_BUCKETS: Final = (0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 25, 30, 40, 50)
@@ -363,7 +339,6 @@ EMBEDDINGS_INPUT_COUNT: Final = "symfonic.embeddings.input_count"
 RUN_PARENT_ID: Final = "symfonic.run.parent_id"
 # ``error.type`` of a tool that reported its own failure (``ToolMessage(status="error")``).
 TOOL_ERROR_TYPE: Final = "tool_error"
-# Content attributes of tool spans: only set when content capture is on.
 # The semconv evaluation event, emitted for each fabrication detection beside our own event.
 EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"

@@ -1,19 +1,22 @@
 """Open steps: tool, node and generic call spans between their start and end, bounded.
 
 A run's steps (Symfonic's tool and node events, the model call awaiting its LLMEnd) live on the
-run itself, so they go when the run goes; each kind is capped per run. Spans an adapter opens
-through ``start_tool`` / ``start_call`` are tracked in an ``OpenCalls`` table (capped, oldest
-first out) that remembers what their end needs: the tenant and tool name of the duration metric.
+run itself, so they go when the run goes; each kind is capped per run (a pending model call keeps
+what its events carried only until its LLMEnd or its run's end). Spans an adapter opens through
+``start_tool`` / ``start_call`` are tracked in an ``OpenCalls`` table (capped, oldest first out)
+that remembers what their end needs: the tenant and tool name of the duration metric.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
 
 MAX_STEPS_PER_RUN: Final = 64
 MAX_OPEN_CALLS: Final = 10_000
@@ -30,12 +33,27 @@ class OpenCall:
 
 
 @dataclass(slots=True)
+class ModelInputs:
+    """What a call's LLMStart / LLMPreCall sent (kept with capture on only), rendered once at its
+    LLMEnd by ``call_inputs``. The message lists are shallow copies: what the agent appends to
+    its history after the call began is not part of the call."""
+
+    start_messages: tuple[Any, ...] | None = None  # LLMStart: the engine's view
+    system_prompt: str = ""
+    wire_messages: tuple[Any, ...] | None = None  # LLMPreCall: what the provider receives
+    tools: tuple[Any, ...] | None = None
+
+
+@dataclass(slots=True)
 class PendingModelCall:
-    """An LLMStart awaiting its LLMEnd: when it started and when its first chunk came."""
+    """An LLMStart (or LLMPreCall) awaiting its LLMEnd: when it started, when its first chunk
+    came, the request parameters of its LLMPreCall and, with capture on, its inputs."""
 
     start_ns: int
     start_monotonic: float
     first_chunk_s: float | None = None
+    request: dict[str, AttributeValue] | None = None
+    inputs: ModelInputs | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -113,6 +131,22 @@ class RunSteps:
             if node:
                 return self.models.get(node)
             return next(reversed(self.models.values()), None)
+
+    def model_at(self, node: str) -> PendingModelCall | None:
+        """The pending call at exactly ``node`` (``""`` included)."""
+        with self._lock:
+            return self.models.get(node)
+
+    def model_or_start(self, node: str) -> PendingModelCall:
+        """The pending call at exactly ``node``, or one started now (an LLMPreCall that came
+        without its LLMStart)."""
+        with self._lock:
+            pending = self.models.get(node)
+            if pending is None:
+                pending = self.models[node] = PendingModelCall(time.time_ns(), time.monotonic())
+                while len(self.models) > MAX_STEPS_PER_RUN:
+                    self.models.popitem(last=False)
+            return pending
 
     def pop_model(self, node: str) -> PendingModelCall | None:
         with self._lock:

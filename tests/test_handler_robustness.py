@@ -29,6 +29,7 @@ METHODS = (
     "on_react_loop_end",
     "on_fabrication_detected",
     "on_llm_start",
+    "on_llm_pre_call",
     "on_text_delta",
     "on_tool_call_start",
     "on_tool_result",
@@ -78,6 +79,9 @@ FIELDS = (
     "text",
     "name",
     "messages",
+    "system_prompt",
+    "tools",
+    "invocation_params",
 )
 
 _any_value = st.one_of(

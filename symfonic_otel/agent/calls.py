@@ -1,5 +1,5 @@
-"""Model calls of a run and their events: each call is a node (NodeStart, LLMStart, LLMEnd,
-NodeEnd or NodeError), with one ``LLMEndEvent`` per completion however it ended.
+"""Model calls of a run and their events: each call is a node (NodeStart, LLMStart, LLMPreCall,
+LLMEnd, NodeEnd or NodeError), with one ``LLMEndEvent`` per completion however it ended.
 
 LLMEnd carries what telemetry needs and the message alone does not say: the call site
 (``node_name``), the 0-based index of the call in the run, the provider's raw stop value, the
@@ -28,10 +28,12 @@ from langchain_core.runnables import Runnable
 from symfonic_otel.agent.dispatch import CallbackDispatcher
 from symfonic_otel.agent.flatten import flatten_content_blocks, message_text
 from symfonic_otel.agent.nodes import end_node, fail_node, start_node
+from symfonic_otel.agent.precall import RequestShapes
 from symfonic_otel.agent.streaming import StreamTextDelta
 from symfonic_otel.agent.termination import raw_stop_reason
 from symfonic_otel.events import (
     LLMEndEvent,
+    LLMPreCallEvent,
     LLMStartEvent,
     TerminationOutcome,
     TextDeltaEvent,
@@ -109,6 +111,7 @@ class ModelCalls:
     def __init__(self, dispatch: CallbackDispatcher, default_model_name: str) -> None:
         self._dispatch = dispatch
         self._default_model_name = default_model_name
+        self._requests = RequestShapes()
 
     async def call(
         self,
@@ -125,6 +128,7 @@ class ModelCalls:
         dispatch = self._dispatch
         node_started = await start_node(dispatch, run.run_id, node)
         await self._llm_start(run, messages, node)
+        await self._pre_call(run, runnable, messages, node)
         timing = self._start()
         try:
             result = await runnable.ainvoke(messages)
@@ -159,6 +163,7 @@ class ModelCalls:
         run_id = run.run_id
         node_started = await start_node(dispatch, run_id, node)
         await self._llm_start(run, messages, node)
+        await self._pre_call(run, runnable, messages, node)
         timing = self._start()
         merged: AIMessageChunk | None = None
         announced: set[str] | None = set() if dispatch.tool_call_start else None
@@ -222,6 +227,25 @@ class ModelCalls:
                     messages=list(messages),  # a snapshot: the run goes on appending
                     run_id=run.run_id,
                     system_prompt=_system_prompt(messages),
+                    node_name=node,
+                ),
+            )
+
+    async def _pre_call(
+        self, run: RunState, runnable: Runnable[Any, Any], messages: list[BaseMessage], node: str
+    ) -> None:
+        dispatch = self._dispatch
+        if dispatch.llm_pre_call:
+            tools, params = self._requests(runnable)
+            await dispatch.emit(
+                dispatch.llm_pre_call,
+                "on_llm_pre_call",
+                LLMPreCallEvent(
+                    model=self._default_model_name,
+                    messages=list(messages),  # what the runnable is invoked with
+                    tools=[dict(tool) for tool in tools],
+                    run_id=run.run_id,
+                    invocation_params=dict(params),
                     node_name=node,
                 ),
             )

@@ -2,11 +2,11 @@
 
 A handler is any object with some of the ``HANDLER_METHODS`` (the five events of the mission,
 ``on_agent_start`` ... ``on_fabrication_detected``, and the other Symfonic events: model-call start,
-graph nodes, tool calls, streamed text); each may be sync or async. Which methods a
-handler has is looked up once, when the dispatcher is built, so an event no handler wants costs a
-truthiness test. A handler that raises is logged (once per handler and event kind) and skipped:
-observability must never break the run it observes. The log line names the handler, the event
-kind, the exception type and where it was raised: no traceback, whose frames would hold the
+the wire-accurate request, graph nodes, tool calls, streamed text); each may be sync or async. Which
+methods a handler has is looked up once, when the dispatcher is built, so an event no handler wants
+costs a truthiness test. A handler that raises is logged (once per handler and event kind) and
+skipped: observability must never break the run it observes. The log line names the handler, the
+event kind, the exception type and where it was raised: no traceback, whose frames would hold the
 event (prompts, answers), and not the exception's message, which often quotes it.
 """
 
@@ -27,6 +27,7 @@ HANDLER_METHODS: Final = (
     "on_react_loop_end",
     "on_fabrication_detected",
     "on_llm_start",
+    "on_llm_pre_call",
     "on_node_start",
     "on_node_end",
     "on_node_error",
@@ -49,6 +50,7 @@ class CallbackDispatcher:
         "agent_start",
         "fabrication_detected",
         "llm_end",
+        "llm_pre_call",
         "llm_start",
         "node_end",
         "node_error",
@@ -72,6 +74,7 @@ class CallbackDispatcher:
         self.react_loop_end: tuple[Target, ...] = tuple(found["on_react_loop_end"])
         self.fabrication_detected: tuple[Target, ...] = tuple(found["on_fabrication_detected"])
         self.llm_start: tuple[Target, ...] = tuple(found["on_llm_start"])
+        self.llm_pre_call: tuple[Target, ...] = tuple(found["on_llm_pre_call"])
         self.node_start: tuple[Target, ...] = tuple(found["on_node_start"])
         self.node_end: tuple[Target, ...] = tuple(found["on_node_end"])
         self.node_error: tuple[Target, ...] = tuple(found["on_node_error"])

@@ -1,0 +1,143 @@
+"""A model call's inputs: Symfonic's LLMStart and LLMPreCall -> attributes of its ``chat`` span.
+
+``LLMStartEvent`` is the engine's view of a call (the conversation before system-message
+consolidation and tool binding, and the system prompt); ``LLMPreCallEvent`` the wire-accurate one
+(the consolidated messages, the bound tools, the provider's invocation parameters). What they say
+waits on the call's ``PendingModelCall`` for its LLMEnd: the request parameters always (they are
+not content; read at once, a few numbers), the messages and tools only with content capture on
+(shallow copies of the lists, so what the agent appends later is not part of the call). The
+content is rendered once, at the LLMEnd, in the shapes and budget of the LangChain adapter
+(``content_json``): Symfonic sends both events for every call, and only one view is recorded,
+the pre-call's messages when they can be read, else LLMStart's.
+
+Each field is read and rendered on its own, so a bad one costs only its attribute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.util.types import AttributeValue
+
+from symfonic_otel import extract_steps as xs
+from symfonic_otel import semconv
+from symfonic_otel.content_json import input_messages_json, tool_definitions_json
+from symfonic_otel.handler_core import UNKNOWN_RUN, HandlerCore
+from symfonic_otel.request_params import request_attributes
+from symfonic_otel.steps import ModelInputs, PendingModelCall
+
+if TYPE_CHECKING:
+    from symfonic_otel.call_flow import CallFlow
+
+Attributes = dict[str, AttributeValue]
+
+
+def _field(event: object, name: str) -> object:
+    try:
+        return getattr(event, name, None)
+    except Exception:  # a property that raises: the field is absent
+        return None
+
+
+def _items(event: object, name: str) -> tuple[Any, ...] | None:
+    """A shallow copy of a non-empty list or tuple field (a string is not a list of messages)."""
+    value = _field(event, name)
+    if not isinstance(value, list | tuple) or not value:
+        return None
+    try:
+        return tuple(value)
+    except Exception:  # a list subclass whose iteration raises
+        return None
+
+
+def _messages(messages: Sequence[Any] | None, instructions: str, found: Attributes) -> bool:
+    """Input messages and system instructions into ``found``; whether they could be rendered."""
+    if messages is None and not instructions:
+        return False
+    try:
+        system, history, truncated = input_messages_json(messages or (), instructions)
+    except Exception:  # a message that cannot be read: these two attributes are lost, no more
+        return False
+    if system is not None:
+        found[semconv.GEN_AI_SYSTEM_INSTRUCTIONS] = system
+    if history is not None:
+        found[semconv.GEN_AI_INPUT_MESSAGES] = history
+    if truncated:
+        found[semconv.CONTENT_TRUNCATED] = True
+    return True
+
+
+def _tools(tools: Sequence[Any], found: Attributes) -> None:
+    try:
+        definitions, truncated = tool_definitions_json(tools)
+    except Exception:
+        return
+    if definitions is not None:
+        found[semconv.GEN_AI_TOOL_DEFINITIONS] = definitions
+    if truncated:
+        found[semconv.CONTENT_TRUNCATED] = True
+
+
+def render(inputs: ModelInputs) -> Attributes:
+    """The content attributes of a call's inputs: the pre-call's view, else LLMStart's."""
+    found: Attributes = {}
+    if inputs.wire_messages is None or not _messages(inputs.wire_messages, "", found):
+        _messages(inputs.start_messages, inputs.system_prompt, found)
+    if inputs.tools is not None:
+        _tools(inputs.tools, found)
+    return found
+
+
+def span_attributes(
+    pending: PendingModelCall, caller: Mapping[str, AttributeValue] | None
+) -> Mapping[str, AttributeValue] | None:
+    """What the call's LLMStart / LLMPreCall said, under the adapter's own attributes (which
+    win); ``caller`` itself when they said nothing."""
+    found: Attributes = dict(pending.request) if pending.request else {}
+    if pending.inputs is not None:
+        found.update(render(pending.inputs))
+    if not found:
+        return caller
+    return {**found, **caller} if caller else found
+
+
+class InputFlow:
+    """LLMStart (after the call flow has timed it) and LLMPreCall -> the pending call."""
+
+    __slots__ = ("_calls", "_core")
+
+    def __init__(self, core: HandlerCore, calls: CallFlow) -> None:
+        self._core = core
+        self._calls = calls
+
+    def llm_start(self, event: Any) -> None:
+        self._calls.llm_start(event)
+        if not self._core.spans.capture_content:
+            return  # LLMStart carries nothing else a span may hold without capture
+        step = xs.model_step(event)
+        run = self._core.run(step.run_id)
+        pending = run.steps.model_at(step.node) if run is not None and run.steps else None
+        if pending is not None:
+            prompt = _field(event, "system_prompt")
+            pending.inputs = ModelInputs(
+                start_messages=_items(event, "messages"),
+                system_prompt=prompt if isinstance(prompt, str) else "",
+            )
+
+    def llm_pre_call(self, event: Any) -> None:
+        core = self._core
+        step = xs.model_step(event)
+        run = core.run(step.run_id)
+        if run is None:
+            if step.run_id:  # no run id at all: a standalone call, nothing to wait for
+                core.drop("llm_pre_call", UNKNOWN_RUN)
+            return
+        pending = run.step_state().model_or_start(step.node)
+        pending.request = request_attributes(_field(event, "invocation_params")) or None
+        if core.spans.capture_content:
+            inputs = pending.inputs
+            if inputs is None:
+                inputs = pending.inputs = ModelInputs()
+            inputs.wire_messages = _items(event, "messages")
+            inputs.tools = _items(event, "tools")

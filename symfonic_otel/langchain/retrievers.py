@@ -1,0 +1,124 @@
+"""Retriever bodies run with their ``retrieval`` span current, for the instrumentor.
+
+``BaseRetriever.invoke`` runs the retriever's ``_get_relevant_documents`` (``ainvoke``:
+``_aget_relevant_documents``) in its own frame, between the callbacks' start and end and outside
+the step contexts the instrumentor sets up, so a span the body opens (its vector store's HTTP
+call, its embeddings call) would not be a child of the ``retrieval`` span. The instrumentor wraps
+both methods on every ``BaseRetriever`` subclass (those defined later too, through
+``BaseRetriever.__init_subclass__``; and the base class's default async body, which runs the sync
+one in a thread) so the body runs with that span current. Attach and detach happen in the
+wrapper's one frame (for the async body, in one coroutine), so they always pair up, whatever the
+body raises and whichever task or thread runs it. The span is found through the ``run_manager``
+LangChain passes the body; a retriever whose body takes none (the old signature) runs without.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from opentelemetry import context
+from wrapt import FunctionWrapper
+
+from symfonic_otel.langchain.callbacks import LangChainCallbackHandler
+from symfonic_otel.logs import FailureLog
+
+__all__ = ["RetrieverBodies"]
+
+_BODIES: Final = (("_get_relevant_documents", False), ("_aget_relevant_documents", True))
+
+
+class _BodyInContext:
+    """The wrapper of one retriever body: its run's span is current while it runs."""
+
+    def __init__(self, handler: LangChainCallbackHandler, is_async: bool) -> None:
+        self._handler = handler
+        self._is_async = is_async
+
+    def __call__(
+        self,
+        wrapped: Callable[..., Any],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        run_id = getattr(kwargs.get("run_manager"), "run_id", None)
+        ctx = None if run_id is None else self._handler.span_context(run_id)
+        if ctx is None:
+            return wrapped(*args, **kwargs)
+        if self._is_async:
+            return self._in_context_async(ctx, wrapped, args, kwargs)
+        token = context.attach(ctx)
+        try:
+            return wrapped(*args, **kwargs)
+        finally:
+            context.detach(token)
+
+    @staticmethod
+    async def _in_context_async(
+        ctx: context.Context,
+        wrapped: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        token = context.attach(ctx)
+        try:
+            return await wrapped(*args, **kwargs)
+        finally:
+            context.detach(token)
+
+
+class RetrieverBodies:
+    """Wraps and unwraps the retriever bodies; see the module docstring."""
+
+    def __init__(self, handler: LangChainCallbackHandler, failures: FailureLog) -> None:
+        self._wrappers = {name: _BodyInContext(handler, is_async) for name, is_async in _BODIES}
+        self._failures = failures
+        self._wrapped: list[tuple[type, str, object]] = []
+        self._hooked: tuple[type, object] | None = None
+
+    def install(self) -> None:
+        from langchain_core.retrievers import BaseRetriever
+
+        pending: list[type] = [BaseRetriever]
+        while pending:
+            cls = pending.pop()
+            pending.extend(cls.__subclasses__())
+            self._wrap_class(cls)
+        original = BaseRetriever.__dict__.get("__init_subclass__")
+        wrap_class = self._wrap_class
+
+        def init_subclass(cls: Any, /, **kwargs: Any) -> None:
+            if isinstance(original, classmethod):  # LangChain's own: reads the body's signature
+                original.__get__(None, cls)(**kwargs)
+            else:
+                super(BaseRetriever, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
+            wrap_class(cls)
+
+        BaseRetriever.__init_subclass__ = classmethod(init_subclass)  # type: ignore[assignment]
+        self._hooked = (BaseRetriever, original)
+
+    def uninstall(self) -> None:
+        if self._hooked is not None:
+            base, original = self._hooked
+            if original is not None:
+                base.__init_subclass__ = original  # type: ignore[assignment]
+            elif "__init_subclass__" in base.__dict__:
+                delattr(base, "__init_subclass__")
+            self._hooked = None
+        for cls, name, body in reversed(self._wrapped):
+            setattr(cls, name, body)
+        self._wrapped.clear()
+
+    def _wrap_class(self, cls: type) -> None:
+        try:
+            for name, wrapper in self._wrappers.items():
+                body = cls.__dict__.get(name)
+                if body is None or isinstance(body, FunctionWrapper):
+                    continue
+                if getattr(body, "__isabstractmethod__", False):
+                    continue
+                setattr(cls, name, FunctionWrapper(body, wrapper))
+                self._wrapped.append((cls, name, body))
+        except Exception as exc:  # a class we cannot wrap still works, without the context
+            self._failures.report("langchain.retriever_body", exc)
