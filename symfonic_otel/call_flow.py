@@ -61,12 +61,9 @@ class CallFlow:
         self._core = core
 
     def llm_start(self, event: Any) -> None:
-        core = self._core
         step = xs.model_step(event)
-        run = core.run(step.run_id)
+        run = self._core.model_run(step.run_id, "llm_start")
         if run is None:
-            if step.run_id:  # no run id at all: a standalone call, nothing to wait for
-                core.drop("llm_start", UNKNOWN_RUN)
             return
         run.step_state().start_model(step.node, PendingModelCall(time.time_ns(), time.monotonic()))
 

@@ -23,7 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from symfonic_otel import extract_steps as xs
 from symfonic_otel import semconv
 from symfonic_otel.content_json import input_messages_json, tool_definitions_json
-from symfonic_otel.handler_core import UNKNOWN_RUN, HandlerCore
+from symfonic_otel.handler_core import HandlerCore
 from symfonic_otel.request_params import request_attributes
 from symfonic_otel.steps import ModelInputs, PendingModelCall
 
@@ -128,10 +128,8 @@ class InputFlow:
     def llm_pre_call(self, event: Any) -> None:
         core = self._core
         step = xs.model_step(event)
-        run = core.run(step.run_id)
+        run = core.model_run(step.run_id, "llm_pre_call")
         if run is None:
-            if step.run_id:  # no run id at all: a standalone call, nothing to wait for
-                core.drop("llm_pre_call", UNKNOWN_RUN)
             return
         pending = run.step_state().model_or_start(step.node)
         pending.request = request_attributes(_field(event, "invocation_params")) or None

@@ -64,6 +64,14 @@ class HandlerCore:
     def run(self, run_id: str) -> OpenRun | None:
         return self.runs.get(run_id) if run_id else None
 
+    def model_run(self, run_id: str, kind: str) -> OpenRun | None:
+        """The open run a model-call step event belongs to; an unknown run is counted as a
+        drop, while no run id at all is a standalone call (nothing to wait for, no loss)."""
+        run = self.run(run_id)
+        if run is None and run_id:
+            self.drop(kind, UNKNOWN_RUN)
+        return run
+
     def parent_in(self, run: OpenRun) -> Context:
         """Where a run's model, tool and node spans go: its innermost open node, else the run."""
         steps = run.steps

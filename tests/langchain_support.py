@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -10,7 +11,7 @@ import threading
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -199,6 +200,37 @@ class DetachErrors(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def detach_errors_absent() -> Iterator[None]:
+    """Fails the block if the ``opentelemetry.context`` logger reported anything inside it."""
+    collector = DetachErrors()
+    logger = logging.getLogger("opentelemetry.context")
+    logger.addHandler(collector)
+    try:
+        yield
+    finally:
+        logger.removeHandler(collector)
+    assert not collector.messages, collector.messages
+
+
+@contextlib.contextmanager
+def langchain_instrumented(telemetry: Any) -> Iterator[Any]:
+    """``SymfonicLangChainInstrumentor`` on the test's providers, uninstrumented afterwards."""
+    from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
+
+    instrumentor = SymfonicLangChainInstrumentor()
+    instrumentor.instrument(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+    )
+    handler = instrumentor.callback_handler
+    assert handler is not None
+    telemetry.track(handler.handler)
+    try:
+        yield instrumentor
+    finally:
+        instrumentor.uninstrument()
 
 
 class RecordingHandler(OTelCallbackHandler):

@@ -27,7 +27,7 @@ from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.langchain_support import AGENT_SPAN, WireServer
+from tests.langchain_support import AGENT_SPAN, WireServer, langchain_instrumented
 
 OLLAMA_REPLY = "".join(
     json.dumps(line) + "\n"
@@ -184,20 +184,13 @@ def test_retriever_in_a_graph_is_a_retrieval_span_of_the_run(
 
 @pytest.fixture
 def instrumented(telemetry: InMemoryTelemetry) -> Iterator[SymfonicLangChainInstrumentor]:
-    instrumentor = SymfonicLangChainInstrumentor()
-    instrumentor.instrument(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    handler = instrumentor.callback_handler
-    assert handler is not None
-    telemetry.track(handler.handler)
-    httpx = HTTPXClientInstrumentor()
-    httpx.instrument(tracer_provider=telemetry.tracer_provider)
-    try:
-        yield instrumentor
-    finally:
-        httpx.uninstrument()
-        instrumentor.uninstrument()
+    with langchain_instrumented(telemetry) as instrumentor:
+        httpx = HTTPXClientInstrumentor()
+        httpx.instrument(tracer_provider=telemetry.tracer_provider)
+        try:
+            yield instrumentor
+        finally:
+            httpx.uninstrument()
 
 
 def test_embeddings_span_under_the_retrieval_under_the_instrumentor(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -23,8 +22,9 @@ from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import (
     AGENT_SPAN,
-    DetachErrors,
     assert_one_tree_per_run,
+    detach_errors_absent,
+    langchain_instrumented,
     react_agent,
     scripted_agent,
     tool_turn,
@@ -33,27 +33,14 @@ from tests.langchain_support import (
 
 @pytest.fixture(autouse=True)
 def no_detach_errors() -> Iterator[None]:
-    collector = DetachErrors()
-    logger = logging.getLogger("opentelemetry.context")
-    logger.addHandler(collector)
-    yield
-    logger.removeHandler(collector)
-    assert not collector.messages, collector.messages
+    with detach_errors_absent():
+        yield
 
 
 @pytest.fixture
 def instrumentor(telemetry: InMemoryTelemetry) -> Iterator[SymfonicLangChainInstrumentor]:
-    instrumentor = SymfonicLangChainInstrumentor()
-    instrumentor.instrument(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    handler = instrumentor.callback_handler
-    assert handler is not None
-    telemetry.track(handler.handler)
-    try:
+    with langchain_instrumented(telemetry) as instrumentor:
         yield instrumentor
-    finally:
-        instrumentor.uninstrument()
 
 
 def run_agent(**config: object) -> None:

@@ -9,7 +9,6 @@ only in ``callbacks`` nothing is attached, so nothing can fail to detach.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from wrapt import FunctionWrapper
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.langchain_support import AGENT_SPAN, DetachErrors
+from tests.langchain_support import AGENT_SPAN, detach_errors_absent, langchain_instrumented
 
 CLIENT_SPAN = "GET /catalogue"
 
@@ -67,27 +66,14 @@ def _define_later() -> type[BaseRetriever]:
 
 @pytest.fixture(autouse=True)
 def no_detach_errors() -> Iterator[None]:
-    collector = DetachErrors()
-    logger = logging.getLogger("opentelemetry.context")
-    logger.addHandler(collector)
-    yield
-    logger.removeHandler(collector)
-    assert not collector.messages, collector.messages
+    with detach_errors_absent():
+        yield
 
 
 @pytest.fixture
 def instrumentor(telemetry: InMemoryTelemetry) -> Iterator[SymfonicLangChainInstrumentor]:
-    instrumentor = SymfonicLangChainInstrumentor()
-    instrumentor.instrument(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    handler = instrumentor.callback_handler
-    assert handler is not None
-    telemetry.track(handler.handler)
-    try:
+    with langchain_instrumented(telemetry) as instrumentor:
         yield instrumentor
-    finally:
-        instrumentor.uninstrument()
 
 
 def _retrieval(telemetry: InMemoryTelemetry) -> ReadableSpan:

@@ -18,10 +18,11 @@ from typing import Any, Final
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
+from symfonic_otel import content_json as messages
 from symfonic_otel import extract as ex
 from symfonic_otel import sanitise, semconv
 from symfonic_otel.call_flow import Hints
-from symfonic_otel.langchain import errors, messages
+from symfonic_otel.langchain import errors
 from symfonic_otel.langchain.attributes import (
     conversation_id,
     request_attributes,
