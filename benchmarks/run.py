@@ -3,6 +3,7 @@
     python benchmarks/run.py            # full run (a few minutes)
     python benchmarks/run.py --quick    # smoke run (well under a minute)
     python benchmarks/run.py --react    # only the ReAct turn (LangChain path), repeatable
+    python benchmarks/run.py --langgraph  # only the LangGraph prebuilt agent's turn
     python benchmarks/run.py --profile  # cProfile of the hot paths instead of the benchmark
 
 The reference is the *SDK minimum* (``minimum.py``): a subject that makes exactly our telemetry
@@ -655,6 +656,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--react", action="store_true", help="only the ReAct turn (LangChain path), no memory"
     )
+    parser.add_argument(
+        "--langgraph", action="store_true", help="only the LangGraph agent turn, no memory"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="repeat the LangChain section")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 12, quick 6)")
     parser.add_argument("--per-slice", type=int, default=10, help="turns per slice")
@@ -681,7 +685,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{rounds} interleaved rounds of {per_slice} turns per subject, "
         f"{args.repeat} repeat(s); python {sys.version.split()[0]}"
     )
-    workloads = ["ReAct turn (RunnableLambda)"] if args.react else None
+    workloads = [
+        name
+        for name, wanted in (
+            ("ReAct turn (RunnableLambda)", args.react),
+            ("LangGraph prebuilt agent", args.langgraph),
+        )
+        if wanted
+    ] or None
+    only_turns = workloads is not None
     repeats: list[list[Row]] = []
     for index in range(max(args.repeat, 1)):
         if repeats:  # every repeat's table; the last one is printed with the other sections
@@ -692,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"repeat {index + 1} of {args.repeat}:")
         repeats.append(langchain_path(rounds, per_slice, loop, workloads))
     rows = list(repeats[-1])
-    if not args.react:
+    if not only_turns:
         rows += events_path(rounds, per_slice * 10)
         rows += loop_overhead(rounds, per_slice, loop)
     print()
@@ -703,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
         "added wall µs: the same in wall time; vs min / vs peer: (added + deferred CPU) / the "
         "SDK minimum's, / OpenLLMetry's (loop rows: overhead / LangGraph's overhead)"
     )
-    if not args.react:
+    if not only_turns:
         print()
         for line in memory(
             10_000 if args.quick else 100_000, 2_000 if args.quick else 10_000, loop
