@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
@@ -105,8 +104,6 @@ class Translator(Part):
         agent.announced = True
         if not self._core.is_open(agent.run_id):  # refused (a redelivered start): keep nothing
             evicted.extend(self._tree.discard(agent))
-        else:
-            self._rename(agent.run_id, attributes)
         self._end_spans(evicted)
         self._prune()
 
@@ -126,13 +123,6 @@ class Translator(Part):
         if name is not None:
             attributes[semconv.GEN_AI_AGENT_NAME] = name
         return attributes
-
-    def _rename(self, run_id: str, attributes: Mapping[str, AttributeValue]) -> None:
-        """Name the run span after the run's own name (``run_name``, a named graph)."""
-        name = attributes.get(semconv.GEN_AI_AGENT_NAME)
-        run = self._core.run_context(run_id) if isinstance(name, str) else None
-        if run is not None:
-            trace.get_current_span(run).update_name(semconv.agent_span_name(str(name)))
 
     def end_agent(self, key: RunKey, outputs: object, error: BaseException | None) -> None:
         agent, leftovers, subagents = self._tree.close_agent(key)
@@ -273,8 +263,6 @@ class Translator(Part):
         sub.announced = True
         if not self._core.is_open(sub.run_id):
             self._end_spans(self._tree.discard(sub))
-        else:
-            self._rename(sub.run_id, attributes)
 
     def _start_node(self, key: RunKey, name: str, agent: AgentRun) -> None:
         claim = self._tree.claim_chain_span(key)
