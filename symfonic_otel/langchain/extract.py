@@ -90,8 +90,7 @@ def run_key(run_id: object) -> RunKey | None:
 
 
 def run_id_text(key: RunKey) -> str:
-    """The run id the core records for a key: a UUID's canonical text, else the key (formatted
-    directly: building a ``UUID`` to print it costs three times as much)."""
+    """The run id the core records: a UUID's canonical text (formatted here), else the key."""
     if not isinstance(key, int):
         return key
     digits = f"{key:032x}"
@@ -152,8 +151,7 @@ def _metadata_view(message: object) -> object:
 
 
 def _ai_message(message: object) -> tuple[AIShape, str, str | None] | None:
-    """(shape, answer text, the provider's raw stop value) of an AI message; None for anything
-    that is not one."""
+    """(shape, answer text, raw stop value) of an AI message; None for anything else."""
     if isinstance(message, BaseMessage):  # the common case: plain attribute reads
         if message.type not in _AI_ROLES:
             return None
@@ -300,7 +298,7 @@ def _render(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LLMOutput:
-    """What a model call's ``LLMResult`` gives the ``LLMEndEvent``."""
+    """What the adapter reads of a model call's ``LLMResult`` for the core's call record."""
 
     text: str
     shape: AIShape | None
@@ -314,8 +312,7 @@ class LLMOutput:
         return self.usage.input_tokens is not None or self.usage.output_tokens is not None
 
 
-# Read-only by convention: a call without usage shares it.
-NO_USAGE: Final = Usage(None, None)
+NO_USAGE: Final = Usage(None, None)  # shared by calls without usage: never mutated
 EMPTY_LLM_OUTPUT: Final = LLMOutput("", None, NO_USAGE, None)
 
 
