@@ -152,6 +152,8 @@ class RunFlow:
 
     def fabrication_detected(self, event: Any) -> None:
         core = self._core
+        if ex.legacy_fabrication(event):  # the typed event of the same detection is recorded
+            return
         run_id = ex.run_id(event)
         run = core.run(run_id)
         tenant = run.tenant if run is not None else core.tenant(None)

@@ -54,7 +54,8 @@ class StepFlow:
     # --- Symfonic tool and node events ---------------------------------------------------------
 
     def _step_run(self, event_kind: str, run_id: str) -> OpenRun | None:
-        run = self._core.run(run_id)
+        """The event's run; Symfonic's own step events name none: then the sole open run."""
+        run = self._core.run(run_id) if run_id else self._core.runs.sole()
         if run is None:
             self._core.drop(event_kind, UNKNOWN_RUN if run_id else MALFORMED)
         return run
