@@ -100,7 +100,9 @@ class RunFlow:
             end.outcome,
             empty,
             end.stop_reason,
-            ex.error_type(error_type, event) if end.outcome == "error" else None,
+            (ex.error_type(error_type, event) or run.node_error_type)
+            if end.outcome == "error"
+            else None,
             end.final_response,
             core.end_time(run.span, end_time_ns),
             paused,
