@@ -202,7 +202,7 @@ class NodeError:
 class ToolCallStart(BaseModel):
     tool_call_id: str
     tool_name: str
-    arguments: dict[str, Any] = {}
+    arguments: dict[str, Any] | None = None  # the announced phase may not know them yet
     phase: Literal["announced", "executing"] = "executing"
 
 
