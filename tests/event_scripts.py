@@ -4,12 +4,26 @@ contract and OTLP tests), and the shapes of real agents built from Symfonic's ow
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from opentelemetry import context as otel_context
-from pydantic import BaseModel
+from symfonic_events import (
+    AgentEnd,
+    AgentStart,
+    AskUserQuestion,
+    Interrupt,
+    LLMEnd,
+    LLMPreCall,
+    LLMStart,
+    NodeEnd,
+    NodeError,
+    NodeStart,
+    ReactLoopEnd,
+    TextDelta,
+    ToolCallStart,
+    ToolResult,
+)
 
 from symfonic_otel.events import (
     AgentEndEvent,
@@ -94,145 +108,6 @@ def bail_with_synthesis(run_id: str, query: str) -> list[tuple[str, Any]]:
 async def replay(handler: Any, events: list[tuple[str, Any]]) -> None:
     for method, event in events:
         await getattr(handler, method)(event)
-
-
-# --- Symfonic's own event shapes ----------------------------------------------------------------
-#
-# Mirrors of ``symfonic.core.contracts`` as the contract defines them, NOT this package's
-# dataclasses: the handler must read the real objects duck-typed. The dataclass events have
-# exactly the contract's fields and defaults. The pydantic step events (tool calls, text deltas,
-# pauses) are pydantic models here too; the contract lists the fields of ``InterruptEvent`` only,
-# and like it none of them names a run: the handler attributes them to the sole open run.
-
-
-@dataclass
-class AgentStart:
-    query: str
-    run_id: str
-
-
-@dataclass
-class AgentEnd:
-    run_id: str
-    final_response: str | None
-    duration_ms: float
-    node_count: int | None
-    outcome: str = "completed"
-
-
-@dataclass
-class LLMStart:
-    model: str
-    messages: list[Any]
-    run_id: str = ""
-    system_prompt: str = ""
-    node_name: str = ""
-    turn_index: int = 0
-
-
-@dataclass
-class LLMPreCall:
-    model: str
-    messages: list[Any]
-    tools: list[Any]
-    run_id: str
-    invocation_params: dict[str, Any] = field(default_factory=dict)
-    node_name: str = ""
-
-
-@dataclass
-class LLMEnd:
-    model: str
-    output: str
-    usage: dict[str, Any]
-    run_id: str = ""
-    node_name: str = ""
-    pricing_unknown: bool = False
-    duration_ms: float = 0.0
-    started_at_utc: str = ""
-    iteration_index: int = 0
-    turn_index: int = 0
-    outcome: str = "completed"
-
-
-@dataclass
-class ReactLoopEnd:
-    run_id: str
-    iteration_index: int
-    content_type: str
-    has_tool_calls: bool
-    tool_call_count: int
-    termination_reason: str
-
-
-@dataclass
-class FabricationDetected:
-    run_id: str
-    mode: str
-    action_taken: str
-    findings: list[dict[str, Any]]
-    refuse_threshold: float
-    max_finding_confidence: float
-    original_draft_preview: str
-    replacement_preview: str | None
-    preview_truncated: bool
-
-
-@dataclass
-class NodeStart:
-    node_name: str
-    run_id: str
-
-
-@dataclass
-class NodeEnd:
-    node_name: str
-    run_id: str
-    duration_ms: float
-
-
-@dataclass
-class NodeError:
-    node_name: str
-    run_id: str
-    error: str
-    error_type: str
-
-
-class ToolCallStart(BaseModel):
-    tool_call_id: str
-    tool_name: str
-    arguments: dict[str, Any] | None = None  # the announced phase may not know them yet
-    phase: Literal["announced", "executing"] = "executing"
-
-
-class ToolResult(BaseModel):
-    tool_call_id: str
-    tool_name: str
-    result: str = ""
-    is_error: bool = False
-
-
-class TextDelta(BaseModel):
-    text: str
-
-
-class Interrupt(BaseModel):
-    name: str
-    pause_token: str
-    payload: str  # JSON, matching the registered payload schema
-    expires_at: datetime
-    interrupt_id: str
-
-
-class AskUserQuestion(BaseModel):
-    question: str
-    pause_token: str
-
-
-class ExtensionEvent(BaseModel):
-    type: str
-    payload: dict[str, Any] = {}
 
 
 # --- agent shapes: the event sequences a Symfonic agent emits -----------------------------------
@@ -382,8 +257,9 @@ def silent_bail_then_synthesis(run_id: str, base: datetime, *, recovered: bool) 
 
 def ask_user_then_resume(first: str, second: str, base: datetime) -> Script:
     """The model calls ``ask_user``: the graph pauses (the tool never returns in this run), the
-    run ends; the user's answer resumes the conversation as a new run, whose first call's
-    ``iteration_index`` counts the conversation's earlier AI message."""
+    run ends; the user's answer resumes the conversation as a new run, which re-enters the paused
+    tools node (the tool now returns the answer) and whose model call's ``iteration_index``
+    counts the conversation's earlier AI message."""
     return [
         ("on_agent_start", AgentStart(SECRET_QUERY, first)),
         *_model_call(first, 0, "", stamp(base, 0)),
@@ -400,6 +276,16 @@ def ask_user_then_resume(first: str, second: str, base: datetime) -> Script:
         ),
         ("on_agent_end", AgentEnd(first, None, 250.0, 2)),
         ("on_agent_start", AgentStart("the savings one", second)),
+        ("on_node_start", NodeStart("tools", second)),
+        (
+            "on_tool_call_start",
+            ToolCallStart(tool_call_id="run-Q2", tool_name="ask_user", arguments={"question": "?"}),
+        ),
+        (
+            "on_tool_result",
+            ToolResult(tool_call_id="run-Q2", tool_name="ask_user", result="savings"),
+        ),
+        ("on_node_end", NodeEnd("tools", second, 5.0)),
         *_model_call(second, 1, ANSWER, stamp(base, 5000)),
         ("on_agent_end", AgentEnd(second, ANSWER, 300.0, 1)),
     ]

@@ -12,8 +12,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-import event_scripts as es
 import pytest
+import symfonic_events as sym
 from opentelemetry.sdk.trace import ReadableSpan
 
 from symfonic_otel.sanitise import parse_utc_ns
@@ -71,21 +71,21 @@ async def test_literal_fields_sent_as_enums_are_read_as_their_values(
     ``Literal`` strings in the contract; an emitter holding them as enum members must map the
     same: the announced phase makes no span, and labels are the plain values, never members."""
     handler = telemetry.handler()
-    await handler.on_agent_start(es.AgentStart("q", "r"))
+    await handler.on_agent_start(sym.AgentStart("q", "r"))
     await handler.on_tool_call_start(
-        es.ToolCallStart.model_construct(tool_call_id="m1", tool_name="t", phase=Phase.ANNOUNCED)
+        sym.ToolCallStart.model_construct(tool_call_id="m1", tool_name="t", phase=Phase.ANNOUNCED)
     )
     await handler.on_tool_call_start(
-        es.ToolCallStart.model_construct(tool_call_id="x1", tool_name="t", phase=Phase.EXECUTING)
+        sym.ToolCallStart.model_construct(tool_call_id="x1", tool_name="t", phase=Phase.EXECUTING)
     )
-    await handler.on_tool_result(es.ToolResult(tool_call_id="x1", tool_name="t"))
+    await handler.on_tool_result(sym.ToolResult(tool_call_id="x1", tool_name="t"))
     await handler.on_fabrication_detected(
-        es.FabricationDetected("r", Mode.OBSERVE, Action.OBSERVED, [], 0.8, 0.5, "", None, False)
+        sym.FabricationDetected("r", Mode.OBSERVE, Action.OBSERVED, [], 0.8, 0.5, "", None, False)
     )
     await handler.on_react_loop_end(
-        es.ReactLoopEnd("r", 0, ContentType.NONE, False, 0, Reason.NO_CONTENT)  # type: ignore[arg-type]
+        sym.ReactLoopEnd("r", 0, ContentType.NONE, False, 0, Reason.NO_CONTENT)  # type: ignore[arg-type]
     )
-    await handler.on_agent_end(es.AgentEnd("r", None, 5.0, 1, Outcome.ERROR))  # type: ignore[arg-type]
+    await handler.on_agent_end(sym.AgentEnd("r", None, 5.0, 1, Outcome.ERROR))  # type: ignore[arg-type]
 
     assert [s.name for s in telemetry.spans() if s.name.startswith("execute_tool")] == [
         "execute_tool t"
@@ -123,11 +123,11 @@ async def test_run_ids_as_uuids_and_as_their_text_are_one_run(
 ) -> None:
     handler = telemetry.handler(node_spans=True)
     run_id = uuid.uuid4()
-    await handler.on_agent_start(es.AgentStart("q", run_id))  # type: ignore[arg-type]
-    await handler.on_node_start(es.NodeStart("react", run_id))  # type: ignore[arg-type]
-    await handler.on_llm_end(es.LLMEnd("gpt-4o", "hi", {}, str(run_id), "react", duration_ms=3.0))
-    await handler.on_node_end(es.NodeEnd("react", str(run_id), 3.0))
-    await handler.on_agent_end(es.AgentEnd(run_id, "hi", 5.0, 1))  # type: ignore[arg-type]
+    await handler.on_agent_start(sym.AgentStart("q", run_id))  # type: ignore[arg-type]
+    await handler.on_node_start(sym.NodeStart("react", run_id))  # type: ignore[arg-type]
+    await handler.on_llm_end(sym.LLMEnd("gpt-4o", "hi", {}, str(run_id), "react", duration_ms=3.0))
+    await handler.on_node_end(sym.NodeEnd("react", str(run_id), 3.0))
+    await handler.on_agent_end(sym.AgentEnd(run_id, "hi", 5.0, 1))  # type: ignore[arg-type]
     run, node, chat = (telemetry.span(n) for n in (RUN, "invoke_node react", "chat gpt-4o"))
     assert _attrs(run)["symfonic.run.id"] == str(run_id)
     assert node.parent is not None and run.context is not None
@@ -160,7 +160,7 @@ async def test_started_at_utc_in_every_form_gives_the_same_start(
 ) -> None:
     handler = telemetry.handler()
     await handler.on_llm_end(
-        es.LLMEnd("gpt-4o", "x", {}, "", "react", duration_ms=250.0, started_at_utc=stamp)  # type: ignore[arg-type]
+        sym.LLMEnd("gpt-4o", "x", {}, "", "react", duration_ms=250.0, started_at_utc=stamp)  # type: ignore[arg-type]
     )
     chat = telemetry.span("chat gpt-4o")
     assert chat.start_time == NOON_NS
@@ -175,7 +175,7 @@ async def test_a_start_stamp_of_another_type_is_malformed_and_the_call_kept(
     """Epoch numbers carry no unit (seconds? milliseconds?): not guessed."""
     handler = telemetry.handler()
     await handler.on_llm_end(
-        es.LLMEnd("gpt-4o", "x", {}, "", "react", duration_ms=250.0, started_at_utc=stamp)  # type: ignore[arg-type]
+        sym.LLMEnd("gpt-4o", "x", {}, "", "react", duration_ms=250.0, started_at_utc=stamp)  # type: ignore[arg-type]
     )
     chat = telemetry.span("chat gpt-4o")
     assert chat.start_time is not None and chat.start_time > NOON_NS  # at receipt
@@ -190,16 +190,16 @@ async def test_step_events_naming_no_run_belong_to_the_sole_open_run(
     telemetry: InMemoryTelemetry,
 ) -> None:
     handler = telemetry.handler()
-    await handler.on_agent_start(es.AgentStart("q", "only"))
-    await handler.on_tool_call_start(es.ToolCallStart(tool_call_id="x", tool_name="t"))
-    await handler.on_tool_result(es.ToolResult(tool_call_id="x", tool_name="t"))
-    await handler.on_agent_start(es.AgentStart("q", "second"))
-    await handler.on_tool_call_start(es.ToolCallStart(tool_call_id="y", tool_name="u"))
-    await handler.on_llm_start(es.LLMStart("gpt-4o", [], "second", "", "react"))
-    await handler.on_text_delta(es.TextDelta(text="a"))  # two runs open: whose? not guessed
-    await handler.on_llm_end(es.LLMEnd("gpt-4o", "a", {}, "second", "react"))
+    await handler.on_agent_start(sym.AgentStart("q", "only"))
+    await handler.on_tool_call_start(sym.ToolCallStart(tool_call_id="x", tool_name="t"))
+    await handler.on_tool_result(sym.ToolResult(tool_call_id="x", tool_name="t"))
+    await handler.on_agent_start(sym.AgentStart("q", "second"))
+    await handler.on_tool_call_start(sym.ToolCallStart(tool_call_id="y", tool_name="u"))
+    await handler.on_llm_start(sym.LLMStart("gpt-4o", [], "second", "", "react"))
+    await handler.on_text_delta(sym.TextDelta(text="a"))  # two runs open: whose? not guessed
+    await handler.on_llm_end(sym.LLMEnd("gpt-4o", "a", {}, "second", "react"))
     for run_id in ("only", "second"):
-        await handler.on_agent_end(es.AgentEnd(run_id, "x", 1.0, 1))
+        await handler.on_agent_end(sym.AgentEnd(run_id, "x", 1.0, 1))
     tool = telemetry.span("execute_tool t")
     assert _attrs(tool)["symfonic.run.id"] == "only"
     assert "execute_tool u" not in [s.name for s in telemetry.spans()]
@@ -219,14 +219,14 @@ async def test_the_legacy_fabrication_companion_is_not_a_second_detection(
     ``ExtensionEvent(type="fabrication_detected" | "fabrication_blocked")`` of the same
     detection: one detection, no phantom ``_OTHER`` series, no loss counted."""
     handler = telemetry.handler()
-    await handler.on_agent_start(es.AgentStart("q", "r"))
-    detected = es.FabricationDetected(
+    await handler.on_agent_start(sym.AgentStart("q", "r"))
+    detected = sym.FabricationDetected(
         "r", "refuse", "refuse_replaced", [{"kind": "url", "claim": "c"}], 0.8, 0.9, "d", "s", False
     )
     await handler.on_fabrication_detected(detected)
-    legacy = es.ExtensionEvent(type="fabrication_blocked", payload={"findings": detected.findings})
+    legacy = sym.ExtensionEvent(type="fabrication_blocked", payload={"findings": detected.findings})
     await handler.on_fabrication_detected(legacy)
-    await handler.on_agent_end(es.AgentEnd("r", "s", 1.0, 1))
+    await handler.on_agent_end(sym.AgentEnd("r", "s", 1.0, 1))
     assert telemetry.points("symfonic.fabrication.detections") == [
         (
             {
@@ -283,15 +283,15 @@ async def test_a_result_under_the_announced_id_pairs_with_its_executing_start(
     """The two phases of a call use different id spaces; the contract does not say which one
     ToolResultEvent carries. A result under the model's id finds its call by tool name."""
     handler = telemetry.handler()
-    await handler.on_agent_start(es.AgentStart("q", "r"))
+    await handler.on_agent_start(sym.AgentStart("q", "r"))
     await handler.on_tool_call_start(
-        es.ToolCallStart(tool_call_id="call_A", tool_name="search", phase="announced")
+        sym.ToolCallStart(tool_call_id="call_A", tool_name="search", phase="announced")
     )
-    await handler.on_tool_call_start(es.ToolCallStart(tool_call_id="run-7", tool_name="search"))
+    await handler.on_tool_call_start(sym.ToolCallStart(tool_call_id="run-7", tool_name="search"))
     await handler.on_tool_result(
-        es.ToolResult(tool_call_id="call_A", tool_name="search", is_error=True)
+        sym.ToolResult(tool_call_id="call_A", tool_name="search", is_error=True)
     )
-    await handler.on_agent_end(es.AgentEnd("r", "x", 1.0, 1))
+    await handler.on_agent_end(sym.AgentEnd("r", "x", 1.0, 1))
     tool = telemetry.span("execute_tool search")
     assert _attrs(tool)["gen_ai.tool.call.id"] == "run-7"
     assert _attrs(tool)["error.type"] == "_OTHER"

@@ -11,8 +11,8 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-import event_scripts as es
 import pytest
+import symfonic_events as sym
 from agent_support import TOOLS, FullRecorder, call, turn
 from opentelemetry.sdk.trace import ReadableSpan
 from pydantic import BaseModel
@@ -37,18 +37,18 @@ def _dropped(telemetry: InMemoryTelemetry) -> float:
 
 # Recorded kind -> the Symfonic shape it must carry (every contract field, under its name).
 SHAPES: dict[str, type] = {
-    "agent_start": es.AgentStart,
-    "agent_end": es.AgentEnd,
-    "llm_start": es.LLMStart,
-    "llm_pre_call": es.LLMPreCall,
-    "llm_end": es.LLMEnd,
-    "react_loop_end": es.ReactLoopEnd,
-    "node_start": es.NodeStart,
-    "node_end": es.NodeEnd,
-    "node_error": es.NodeError,
-    "tool_call_start": es.ToolCallStart,
-    "tool_result": es.ToolResult,
-    "text_delta": es.TextDelta,
+    "agent_start": sym.AgentStart,
+    "agent_end": sym.AgentEnd,
+    "llm_start": sym.LLMStart,
+    "llm_pre_call": sym.LLMPreCall,
+    "llm_end": sym.LLMEnd,
+    "react_loop_end": sym.ReactLoopEnd,
+    "node_start": sym.NodeStart,
+    "node_end": sym.NodeEnd,
+    "node_error": sym.NodeError,
+    "tool_call_start": sym.ToolCallStart,
+    "tool_result": sym.ToolResult,
+    "text_delta": sym.TextDelta,
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import event_scripts as es
 import pytest
+import symfonic_events as sym
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
@@ -266,10 +267,16 @@ async def test_ask_user_pause_then_resume_as_a_new_run(telemetry: InMemoryTeleme
     assert paused["symfonic.run.pause_kind"] == "ask_user"
     assert "symfonic.response.empty" not in paused  # waiting for its user, not blank
     assert [e.name for e in runs["turn-1"].events] == ["symfonic.run.paused"]
-    # The graph paused inside the tool: the ask_user call ended with its run, unfinished.
-    ask = telemetry.span("execute_tool ask_user")
-    assert _parent_of(ask, runs["turn-1"])
-    assert _attrs(ask)["symfonic.step.unfinished"] is True
+    # The graph paused inside the tool: the ask_user call ended with its run, unfinished; the
+    # resumed run ran it again, to its result.
+    asks = {
+        _attrs(s)["symfonic.run.id"]: s for s in telemetry.spans() if s.name.endswith("ask_user")
+    }
+    assert _parent_of(asks["turn-1"], runs["turn-1"])
+    assert _attrs(asks["turn-1"])["symfonic.step.unfinished"] is True
+    assert _parent_of(asks["turn-2"], runs["turn-2"])
+    assert "symfonic.step.unfinished" not in _attrs(asks["turn-2"])
+    assert telemetry.value("gen_ai.execute_tool.duration") == 1
     # The resumed run is a run of its own, answered.
     assert "symfonic.run.paused" not in resumed
     assert resumed["symfonic.response.empty"] is False
@@ -373,7 +380,7 @@ async def test_streamed_run(telemetry: InMemoryTelemetry, bailed: bool) -> None:
     handler = telemetry.handler()
     steps = es.streamed("r1")
     if bailed:  # the streaming path cannot recover a bail: its unknown answer is empty
-        loop_end = es.ReactLoopEnd("r1", 0, "NoneType", False, 0, "no_content_no_tool_calls")
+        loop_end = sym.ReactLoopEnd("r1", 0, "NoneType", False, 0, "no_content_no_tool_calls")
         steps.insert(-1, ("on_react_loop_end", loop_end))
     await es.play(handler, steps)
 
