@@ -69,8 +69,10 @@ class CallFlow:
 
     def text_delta(self, event: Any) -> None:
         """The first delta of a pending call sets its time to first chunk; deltas are many, so
-        one that matches no call is not counted as a loss."""
-        run = self._core.run(ex.run_id(event))
+        one that matches no call is not counted as a loss. Symfonic's own deltas name no run:
+        they belong to the sole open run."""
+        run_id = ex.run_id(event)
+        run = self._core.run(run_id) if run_id else self._core.runs.sole()
         steps = run.steps if run is not None else None
         if steps is None:
             return

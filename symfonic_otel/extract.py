@@ -10,23 +10,24 @@ recording the event with a sane substitute.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.extract_time import Timing as Timing
+from symfonic_otel.extract_time import call_timing as call_timing
+from symfonic_otel.extract_time import explicit_time as explicit_time
+from symfonic_otel.extract_time import has_timing as has_timing
 from symfonic_otel.pricing import cache_in_input
 from symfonic_otel.request_params import request_attributes
 from symfonic_otel.sanitise import (
-    MAX_CALL_MS,
     MAX_ID_BYTES,
     MAX_NAME_BYTES,
     clean_text,
-    in_time_range,
-    parse_utc_ns,
     run_key,
     valid_duration_ms,
 )
@@ -46,18 +47,24 @@ _MAX_COUNT: Final = 2**31 - 1
 _MAX_TOKENS: Final = 2**53
 
 
+def plain(value: object) -> object:
+    """An enum member as its value: Symfonic's literals (outcome, phase, mode...) may come as
+    enums, whose ``str()`` is ``Cls.NAME`` and which would reach labels as members."""
+    return value.value if isinstance(value, Enum) else value
+
+
 def text(event: object, name: str, default: str = "") -> str:
-    value = getattr(event, name, default)
+    value = plain(getattr(event, name, default))
     if value is None:
         return default
-    return value if isinstance(value, str) else str(value)
+    return value if type(value) is str else str(value)
 
 
 def opt_text(event: object, name: str) -> str | None:
-    value = getattr(event, name, None)
+    value = plain(getattr(event, name, None))
     if value is None:
         return None
-    return value if isinstance(value, str) else str(value)
+    return value if type(value) is str else str(value)
 
 
 def name_text(event: object, name: str) -> str:
@@ -95,58 +102,6 @@ def run_id(event: object) -> str:
 
 def is_blank(value: str | None) -> bool:
     return value is None or not value.strip()
-
-
-@dataclass(slots=True)
-class Timing:
-    """A model call's span times and duration; ``malformed`` when the event's were unusable."""
-
-    start_ns: int
-    end_ns: int
-    duration_s: float | None
-    malformed: bool
-
-
-def call_timing(event: object, start_ns: int | None, end_ns: int | None) -> Timing:
-    """Explicit nanoseconds, else ``started_at_utc`` + ``duration_ms``, else the time of receipt.
-
-    A start outside the encodable range, a negative, non-finite or absurd duration (over a day)
-    is malformed: the span then ends at receipt, and a bad duration records no latency.
-    """
-    now = time.time_ns()
-    if start_ns is not None and end_ns is not None:
-        if (
-            in_time_range(start_ns)
-            and in_time_range(end_ns)
-            and 0 <= end_ns - start_ns <= MAX_CALL_MS * 1_000_000
-        ):
-            return Timing(start_ns, end_ns, (end_ns - start_ns) / 1e9, False)
-        return Timing(now, now, None, True)
-
-    malformed = False
-    raw_duration = getattr(event, "duration_ms", None)
-    duration_ms: float | None = 0.0
-    if raw_duration is not None:
-        duration_ms = valid_duration_ms(raw_duration)
-        malformed = duration_ms is None
-    raw_start = getattr(event, "started_at_utc", None)
-    start: int | None = None
-    if raw_start is not None and raw_start != "":
-        start = parse_utc_ns(raw_start) if isinstance(raw_start, str) else None
-        malformed = malformed or start is None
-    if duration_ms is None:
-        return Timing(now, now, None, True)
-    span_ns = int(duration_ms * 1_000_000)
-    if start is not None and in_time_range(start + span_ns):
-        return Timing(start, start + span_ns, duration_ms / 1000.0, malformed)
-    return Timing(now - span_ns, now, duration_ms / 1000.0, malformed or start is not None)
-
-
-def explicit_time(value: int | None) -> tuple[int | None, bool]:
-    """An adapter's explicit span time: (value, False) when usable, (None, True) when not."""
-    if value is None:
-        return None, False
-    return (value, False) if in_time_range(value) else (None, True)
 
 
 def _tokens(usage: Mapping[Any, Any], *keys: str) -> int | None:
@@ -234,6 +189,7 @@ def stop_reason(event: object) -> str | None:
 
 def clean_stop_reason(value: object) -> str | None:
     """A stop reason as recorded: text, trimmed, capped at 64 bytes; None if absent or blank."""
+    value = plain(value)
     if value is None:
         return None
     cleaned = clean_text((value if isinstance(value, str) else str(value))[:256].strip(), 64)
@@ -321,15 +277,6 @@ def opt_name(event: object, name: str, max_bytes: int) -> str | None:
     return cleaned or None
 
 
-def has_timing(event: object) -> bool:
-    """Whether the event says when its call ran (a start stamp or a non-zero duration)."""
-    stamp = getattr(event, "started_at_utc", None)
-    duration = getattr(event, "duration_ms", None)
-    if stamp is not None and not (isinstance(stamp, str) and stamp == ""):
-        return True  # a bad stamp counts as timing: it is read (and counted as malformed)
-    return duration is not None and not (isinstance(duration, int | float) and duration == 0)
-
-
 @dataclass(slots=True)
 class RunEnd:
     """How a run ended, read from an AgentEnd event."""
@@ -373,6 +320,18 @@ def empty_flag(
     if final_response is None:
         return True if bailed else None
     return not final_response.strip()
+
+
+# The untyped companion Symfonic v7.0.7 still delivers to ``on_fabrication_detected`` beside the
+# typed event (seed 003): an ``ExtensionEvent`` of one of these types, a second copy of it.
+_LEGACY_FABRICATION_TYPES: Final = frozenset({"fabrication_detected", "fabrication_blocked"})
+
+
+def legacy_fabrication(event: object) -> bool:
+    """Whether the event is that companion (no ``action_taken``, a legacy ``type``)."""
+    if getattr(event, "action_taken", None) is not None:
+        return False
+    return text(event, "type") in _LEGACY_FABRICATION_TYPES
 
 
 def loop_end_attributes(event: object, reason: str) -> dict[str, object]:

@@ -100,7 +100,9 @@ class RunFlow:
             end.outcome,
             empty,
             end.stop_reason,
-            ex.error_type(error_type, event) if end.outcome == "error" else None,
+            (ex.error_type(error_type, event) or run.node_error_type)
+            if end.outcome == "error"
+            else None,
             end.final_response,
             core.end_time(run.span, end_time_ns),
             paused,
@@ -152,6 +154,8 @@ class RunFlow:
 
     def fabrication_detected(self, event: Any) -> None:
         core = self._core
+        if ex.legacy_fabrication(event):  # the typed event of the same detection is recorded
+            return
         run_id = ex.run_id(event)
         run = core.run(run_id)
         tenant = run.tenant if run is not None else core.tenant(None)

@@ -38,6 +38,9 @@ class OpenRun:
     # Loop model calls: calls at the ``react`` node (Symfonic, the reference loop); in a run with
     # none (a LangChain graph), every call but synthesis and fabrication revision.
     react_calls: int = 0
+    # Symfonic's ``iteration_index`` counts the AI messages of the conversation, earlier turns
+    # on the same thread included: only the span of indices within this run counts.
+    first_react_index: int = -1
     last_react_index: int = -1
     other_calls: int = 0
     termination_reason: str | None = field(default=None)
@@ -46,6 +49,7 @@ class OpenRun:
     steps: RunSteps | None = None
     paused: str | None = None
     interrupt_name: str = ""
+    node_error_type: str | None = None  # the last NodeError's: Symfonic's AgentEnd has none
 
     def step_state(self) -> RunSteps:
         steps = self.steps
@@ -61,6 +65,8 @@ class OpenRun:
             return
         if node == semconv.NODE_REACT:
             self.react_calls += 1
+            if self.first_react_index < 0 or iteration_index < self.first_react_index:
+                self.first_react_index = iteration_index
             self.last_react_index = max(self.last_react_index, iteration_index)
         else:
             self.other_calls += 1
@@ -68,7 +74,7 @@ class OpenRun:
     @property
     def iterations(self) -> int:
         if self.react_calls:
-            return max(self.react_calls, self.last_react_index + 1)
+            return max(self.react_calls, self.last_react_index - self.first_react_index + 1)
         return self.other_calls
 
 

@@ -54,7 +54,8 @@ class StepFlow:
     # --- Symfonic tool and node events ---------------------------------------------------------
 
     def _step_run(self, event_kind: str, run_id: str) -> OpenRun | None:
-        run = self._core.run(run_id)
+        """The event's run; Symfonic's own step events name none: then the sole open run."""
+        run = self._core.run(run_id) if run_id else self._core.runs.sole()
         if run is None:
             self._core.drop(event_kind, UNKNOWN_RUN if run_id else MALFORMED)
         return run
@@ -108,12 +109,19 @@ class StepFlow:
     def node_end(self, event: Any, *, failed: bool) -> None:
         core = self._core
         if not core.node_spans:
+            if failed:  # without node spans, the error's type still names the run's failure
+                step = xs.node_step(event, failed=True)
+                run = core.run(step.run_id)
+                if run is not None:
+                    run.node_error_type = step.error_type
             return
         event_kind = "node_error" if failed else "node_end"
         step = xs.node_step(event, failed=failed)
         run = self._step_run(event_kind, step.run_id)
         if run is None:
             return
+        if step.error_type is not None:
+            run.node_error_type = step.error_type
         call = run.steps.pop_node(step.name) if run.steps is not None else None
         now = time.time_ns()
         if call is None:  # its start never came: rebuilt from the duration, else a point
