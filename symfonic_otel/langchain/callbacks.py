@@ -169,6 +169,10 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             name, meta = kwargs.get("name"), _mapping(metadata)
             if parent is None:
                 self._translate.start_agent(key, inputs, meta, name, serialized)
+                return
+            outside, under = self._tree.outside(parent)
+            if outside:  # the handler's own top: a run, under a standalone span if any
+                self._translate.start_agent(key, inputs, meta, name, serialized, under)
             else:
                 self._translate.start_chain(key, parent, inputs, meta, tags, name)
 

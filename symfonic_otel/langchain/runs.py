@@ -1,6 +1,7 @@
 """The adapter's run-tree state: which agent run each LangChain run belongs to.
 
-The top-level run (no ``parent_run_id``) is an agent run; every other run is mapped to it
+The top-level run (no ``parent_run_id``, or a chain whose parent the adapter never saw: a handler
+given to a sub-graph only) is an agent run; every other run is mapped to it
 through ``parent_run_id`` alone. Ambient context is never used to find a run, so async tasks,
 streaming, ``batch`` and thread pools cannot cross-wire two runs. A graph invoked inside the run
 (a sub-graph as a node, or called from a node or a tool) becomes an agent run of its own, nested
@@ -125,6 +126,12 @@ class RunTree:
             left: list[AgentRun] = []
             self._open_subagents_locked(agent, left)
             return agent, self._forget_locked(agent), left
+
+    def outside(self, parent: RunKey) -> tuple[bool, Span | None]:
+        """Whether run ``parent`` belongs to no agent run here (a handler given to a sub-graph
+        or a tool only sees runs from there down), and its standalone span, if any."""
+        with self._lock:
+            return parent not in self._owner, self._loose_spans.get(parent)
 
     def is_agent(self, key: RunKey) -> bool:
         with self._lock:

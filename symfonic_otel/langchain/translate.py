@@ -13,7 +13,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
+
+from langchain_core.messages import BaseMessage
 
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
@@ -62,6 +65,52 @@ class _UntrackedEnd:
     error_type: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Paused:
+    """The core's InterruptEvent for a run LangGraph paused with ``interrupt()`` (no name:
+    LangGraph's interrupts have none)."""
+
+    run_id: str
+    name: str = ""
+
+
+def _answer_of(outputs: object) -> object:
+    """What a run's answer is judged on: a state that ends on the user's own message is judged
+    on its other keys when they hold something (a node wrote its structured answer there)."""
+    if not isinstance(outputs, Mapping):
+        return outputs
+    messages = outputs.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return outputs
+    last = messages[-1]
+    if not isinstance(last, BaseMessage) or last.type != "human":
+        return outputs
+    rest = {key: _plain(value) for key, value in outputs.items() if key != "messages"}
+    return rest if final_output(rest, render=False).answered else outputs
+
+
+def _plain(value: object) -> object:
+    """A Pydantic answer as plain data, so it renders as JSON inside the state."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) and not isinstance(value, type) else value
+
+
+def _resumed_with(inputs: object) -> object:
+    """The value a ``Command(resume=...)`` input resumes with (the user's reply), else None."""
+    command = _command_type()
+    return getattr(inputs, "resume", None) if command and isinstance(inputs, command) else None
+
+
+@cache
+def _command_type() -> type | None:
+    """LangGraph's ``Command``, imported on first use (plain LangChain has no LangGraph)."""
+    try:
+        from langgraph.types import Command
+    except Exception:
+        return None
+    return Command
+
+
 def _bail_reason(shape: AIShape) -> TerminationReason:
     return "tool_calls_with_no_text" if shape.tool_call_count else "no_content_no_tool_calls"
 
@@ -87,7 +136,13 @@ class Translator(Part):
     # --- agent runs ---------------------------------------------------------------------------
 
     def start_agent(
-        self, key: RunKey, inputs: object, metadata: Mapping[str, Any], name: object, ser: object
+        self,
+        key: RunKey,
+        inputs: object,
+        metadata: Mapping[str, Any],
+        name: object,
+        ser: object,
+        under: Span | None = None,
     ) -> None:
         agent = AgentRun(key=key, run_id=run_id_text(key), started_monotonic=time.monotonic())
         added, evicted = self._tree.open_agent(agent)
@@ -99,6 +154,7 @@ class Translator(Part):
         self._core.agent_start(
             AgentStartEvent(query=self._query(inputs), run_id=agent.run_id),
             tenant_id=self._read("run_metadata", tenant, metadata, None),
+            parent=in_span(under),
             attributes=attributes,
         )
         agent.announced = True
@@ -111,7 +167,7 @@ class Translator(Part):
         """The run's input as captured text (only computed with capture on)."""
         if not self._core.capture_content:
             return ""
-        return self._read("query", query, inputs, "")
+        return self._read("query", lambda i: query(_resumed_with(i) or i), inputs, "")
 
     def _run_attributes(
         self, metadata: Mapping[str, Any], name: str | None
@@ -139,7 +195,7 @@ class Translator(Part):
         if kind == "ok" and not agent.interrupted:
             final = self._read(
                 "run_output",
-                lambda out: final_output(out, render=self._core.capture_content),
+                lambda out: final_output(_answer_of(out), render=self._core.capture_content),
                 outputs,
                 UNKNOWN_OUTPUT,
             )
@@ -151,6 +207,9 @@ class Translator(Part):
             stop = last.stop_reason if last is not None else None
         if agent.parent is not None and (kind == "interrupt" or agent.interrupted):
             agent.parent.interrupted = True
+        if kind == "interrupt" or (kind == "ok" and agent.interrupted):
+            # Waiting for ``Command(resume=...)``: paused, neither an answer nor a bail.
+            self._core.interrupt(_Paused(agent.run_id))
 
         bail = final.bail
         if kind == "recursion":
