@@ -17,7 +17,6 @@ from functools import cache
 from typing import Any
 
 from langchain_core.messages import BaseMessage
-
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue

@@ -1,0 +1,335 @@
+"""Agent shapes users run, on the real LangGraph: streaming and structured output.
+
+Each test runs one shape with the handler and checks what was exported: the span tree, names,
+``gen_ai.*`` attributes, content with capture on (``captured``) and none with it off (``lc``),
+the run's outcome and silent-bail verdict, and that the adapter kept no state and swallowed
+nothing. Multi-turn runs are in ``test_langchain_agent_turns.py``, where the handler sits in
+``test_langchain_agent_placement.py``, sub-graphs, fan-out and concurrency in
+``test_langchain_agent_topologies.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
+from langgraph.graph import END, START, MessagesState, StateGraph
+from pydantic import BaseModel
+
+from symfonic_otel import LangChainCallbackHandler, semconv
+from symfonic_otel.testing.scripted import ScriptedChatModel
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.agent_shapes_support import (
+    BAILS,
+    RUNS,
+    Tree,
+    assert_clean,
+    assert_no_content,
+    attrs,
+    captured,
+    cfg,
+    messages,
+    texts,
+)
+from tests.langchain_support import (
+    AGENT_SPAN,
+    add,
+    call,
+    react_agent,
+    scripted_agent,
+    tool_turn,
+)
+
+__all__ = ["captured"]  # the fixture, imported for pytest
+
+ANSWER = "The sum of the two numbers is 3."
+TTFC = semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
+FIRST_CHUNK_METRIC = semconv.CLIENT_TIME_TO_FIRST_CHUNK.name
+
+
+class Weather(BaseModel):
+    city: str
+    temp_c: int
+
+
+def weather_call(call_id: str = "w1") -> AIMessage:
+    return AIMessage("", tool_calls=[call("Weather", {"city": "Paris", "temp_c": 21}, call_id)])
+
+
+def assert_react_tree(tree: Tree, *, streamed: bool) -> None:
+    """One run: two chats and the ``add`` tool directly under it, chats streamed or not."""
+    root = tree.one(AGENT_SPAN)
+    assert tree.roots() == [root]
+    chats = tree.named("chat scripted-chat")
+    assert len(chats) == 2
+    assert {s.name for s in tree.children(root)} == {"chat scripted-chat", "execute_tool add"}
+    assert len(tree.children(root)) == 3
+    for chat in chats:
+        a = attrs(chat)
+        if streamed:
+            assert a[semconv.GEN_AI_REQUEST_STREAM] is True
+            ttfc = a[TTFC]
+            assert isinstance(ttfc, float)
+            assert chat.end_time is not None and chat.start_time is not None
+            assert 0 < ttfc <= (chat.end_time - chat.start_time) / 1e9
+        else:
+            assert semconv.GEN_AI_REQUEST_STREAM not in a and TTFC not in a
+
+
+def assert_answered(telemetry: InMemoryTelemetry, root_name: str = AGENT_SPAN) -> None:
+    root = attrs(telemetry.span(root_name))
+    assert root[semconv.RUN_OUTCOME] == "completed"
+    assert root[semconv.RESPONSE_EMPTY] is False
+    assert semconv.RUN_PAUSED not in root
+    assert telemetry.value(BAILS) == 0
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 1
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+def test_stream_messages_mode_records_first_chunk_times(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    agent = scripted_agent(tool_turn(), ANSWER)
+    chunks = [
+        message
+        for message, _ in agent.stream(
+            {"messages": [("user", "1+2?")]}, config=cfg(captured), stream_mode="messages"
+        )
+    ]
+    assert sum(isinstance(m, AIMessageChunk) for m in chunks) > 2  # the answer came in pieces
+
+    tree = Tree(telemetry.spans())
+    assert_react_tree(tree, streamed=True)
+    assert_answered(telemetry)
+    assert telemetry.value(FIRST_CHUNK_METRIC) == 2
+    final = tree.named("chat scripted-chat")[-1]
+    assert texts(final, semconv.GEN_AI_OUTPUT_MESSAGES) == [("assistant", ANSWER)]
+    assert texts(tree.one(AGENT_SPAN), semconv.GEN_AI_OUTPUT_MESSAGES) == [("assistant", ANSWER)]
+
+
+def test_stream_messages_mode_without_capture_keeps_content_out(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> None:
+    agent = scripted_agent(tool_turn(), ANSWER)
+    for _ in agent.stream({"messages": [("user", "1+2?")]}, config=cfg(lc), stream_mode="messages"):
+        pass
+    tree = Tree(telemetry.spans())
+    assert_react_tree(tree, streamed=True)
+    assert_answered(telemetry)
+    assert_no_content(tree.spans)
+    assert_clean(telemetry, lc)
+
+
+def test_stream_updates_mode_is_one_unstreamed_run(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    agent = scripted_agent(tool_turn(), ANSWER)
+    updates = list(
+        agent.stream({"messages": [("user", "1+2?")]}, config=cfg(captured), stream_mode="updates")
+    )
+    assert [next(iter(u)) for u in updates] == ["agent", "tools", "agent"]
+
+    tree = Tree(telemetry.spans())
+    assert_react_tree(tree, streamed=False)  # LangGraph streams models only for "messages"
+    assert_answered(telemetry)
+    tool = tree.one("execute_tool add")
+    assert json.loads(str(attrs(tool)[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])) == {"a": 1, "b": 2}
+    assert json.loads(str(attrs(tool)[semconv.GEN_AI_TOOL_CALL_RESULT])) == "3"
+
+
+def test_astream_events_v2_records_the_same_run(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    agent = scripted_agent(tool_turn(), ANSWER)
+
+    async def consume() -> set[str]:
+        kinds: set[str] = set()
+        async for event in agent.astream_events(
+            {"messages": [("user", "1+2?")]}, config=cfg(captured), version="v2"
+        ):
+            kinds.add(event["event"])
+        return kinds
+
+    kinds = asyncio.run(consume())
+    assert {"on_chat_model_stream", "on_tool_end", "on_chain_end"} <= kinds
+    tree = Tree(telemetry.spans())
+    assert_react_tree(tree, streamed=True)
+    assert_answered(telemetry)
+
+
+def cancelled_early(telemetry: InMemoryTelemetry) -> None:
+    """The run of a stream abandoned after its first chunk: cancelled, no verdict, all closed."""
+    tree = Tree(telemetry.spans())
+    root = tree.one(AGENT_SPAN)
+    assert tree.roots() == [root]
+    a = attrs(root)
+    assert a[semconv.RUN_OUTCOME] == "cancelled"
+    assert a[semconv.RUN_STOP_REASON] == "interrupted"
+    assert semconv.RESPONSE_EMPTY not in a
+    assert all(tree.parent(s) is root for s in tree.spans if s is not root)
+    assert "chat scripted-chat" in {s.name for s in tree.spans}
+    assert telemetry.value(BAILS) == 0
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
+
+
+def test_stream_left_after_the_first_chunk_ends_the_run(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    agent = scripted_agent(tool_turn(), ANSWER)
+    stream = agent.stream(
+        {"messages": [("user", "1+2?")]}, config=cfg(captured), stream_mode="messages"
+    )
+    with contextlib.closing(stream):
+        for _ in stream:
+            break
+    cancelled_early(telemetry)
+
+
+def test_astream_left_after_the_first_chunk_ends_the_run(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    agent = scripted_agent(tool_turn(), ANSWER)
+
+    async def consume() -> None:
+        stream = agent.astream(
+            {"messages": [("user", "1+2?")]}, config=cfg(captured), stream_mode="messages"
+        )
+        async with contextlib.aclosing(stream):
+            async for _ in stream:
+                break
+
+    asyncio.run(consume())
+    cancelled_early(telemetry)
+
+
+# --- structured output ----------------------------------------------------------------------
+
+
+def test_with_structured_output_tool_calling_is_an_answered_run(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    model = ScriptedChatModel([weather_call()])
+    result = model.with_structured_output(Weather).invoke("Weather in Paris?", config=cfg(captured))
+    assert result == Weather(city="Paris", temp_c=21)
+
+    tree = Tree(telemetry.spans())
+    root = tree.one(AGENT_SPAN)
+    (chat,) = tree.children(root)
+    assert chat.name == "chat scripted-chat"
+    assert_answered(telemetry)
+    (answer,) = messages(root)
+    assert json.loads(answer["parts"][0]["content"]) == {"city": "Paris", "temp_c": 21}
+    (reply,) = messages(chat)
+    assert reply["parts"][0]["type"] == "tool_call" and reply["parts"][0]["name"] == "Weather"
+    definitions = json.loads(str(attrs(chat)[semconv.GEN_AI_TOOL_DEFINITIONS]))
+    assert [d["name"] for d in definitions] == ["Weather"]
+
+
+def test_with_structured_output_include_raw_is_answered(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    model = ScriptedChatModel([weather_call()])
+    structured = model.with_structured_output(Weather, include_raw=True)
+    result = structured.invoke("Weather in Paris?", config=cfg(captured))
+    assert result["parsed"] == Weather(city="Paris", temp_c=21)
+    assert_answered(telemetry)
+    assert "Paris" in str(attrs(telemetry.span(AGENT_SPAN))[semconv.GEN_AI_OUTPUT_MESSAGES])
+
+
+@pytest.mark.parametrize("parser", ["json", "pydantic"])
+def test_json_mode_output_parsed_is_an_answered_run(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, parser: str
+) -> None:
+    """JSON mode / json_schema: the model bound to a response format, its text parsed."""
+    model = ScriptedChatModel([json.dumps({"city": "Paris", "temp_c": 21})])
+    bound = model.bind(response_format={"type": "json_object"})
+    chain = bound | (
+        JsonOutputParser() if parser == "json" else PydanticOutputParser(pydantic_object=Weather)
+    )
+    result = chain.invoke("Weather in Paris, as JSON?", config=cfg(captured))
+    assert result in ({"city": "Paris", "temp_c": 21}, Weather(city="Paris", temp_c=21))
+
+    assert_answered(telemetry)
+    root = telemetry.span(AGENT_SPAN)
+    (answer,) = messages(root)
+    assert json.loads(answer["parts"][0]["content"]) == {"city": "Paris", "temp_c": 21}
+    chat = telemetry.span("chat scripted-chat")
+    assert texts(chat) == [("user", "Weather in Paris, as JSON?")]
+
+
+class WeatherState(MessagesState):
+    weather: Weather | None
+
+
+def extraction_graph(model: ScriptedChatModel) -> Any:
+    """A node writing a structured answer to its own state key; messages stay the user's."""
+
+    def extract(state: WeatherState) -> dict[str, Any]:
+        return {"weather": model.with_structured_output(Weather).invoke(state["messages"])}
+
+    graph = StateGraph(WeatherState)
+    graph.add_node("extract", extract)
+    graph.add_edge(START, "extract")
+    graph.add_edge("extract", END)
+    return graph.compile()
+
+
+def test_structured_answer_in_a_state_key_is_the_runs_output(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    """Regression: the run's output was the user's own question, as the assistant's."""
+    result = extraction_graph(ScriptedChatModel([weather_call()])).invoke(
+        {"messages": [("user", "Weather in Paris?")]}, config=cfg(captured)
+    )
+    assert result["weather"] == Weather(city="Paris", temp_c=21)
+
+    tree = Tree(telemetry.spans())
+    root = tree.one(AGENT_SPAN)
+    assert [s.name for s in tree.children(root)] == ["chat scripted-chat"]
+    assert attrs(tree.one("chat scripted-chat"))[semconv.NODE_NAME] == "extract"
+    assert_answered(telemetry)
+    (answer,) = messages(root)
+    assert answer["role"] == "assistant"
+    content = json.loads(answer["parts"][0]["content"])
+    assert content == {"weather": {"city": "Paris", "temp_c": 21}}
+
+
+def test_react_agent_response_format_answers_without_final_text(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    """The last AI message is blank but ``structured_response`` holds the answer: no bail."""
+    model = ScriptedChatModel([tool_turn(), "", weather_call()])
+    agent = react_agent(model, [add], response_format=Weather)
+    result = agent.invoke({"messages": [("user", "1+2, then Paris weather")]}, config=cfg(captured))
+    assert result["structured_response"] == Weather(city="Paris", temp_c=21)
+
+    tree = Tree(telemetry.spans())
+    root = tree.one(AGENT_SPAN)
+    chats = tree.named("chat scripted-chat")
+    assert [attrs(c)[semconv.NODE_NAME] for c in chats] == [
+        "agent",
+        "agent",
+        "generate_structured_response",
+    ]
+    assert all(tree.parent(s) is root for s in tree.spans if s is not root)
+    assert_answered(telemetry)
+    (answer,) = messages(root)
+    assert json.loads(answer["parts"][0]["content"]) == {"city": "Paris", "temp_c": 21}
+
+
+def test_react_agent_response_format_without_capture(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> None:
+    model = ScriptedChatModel([tool_turn(), "", weather_call()])
+    agent = react_agent(model, [add], response_format=Weather)
+    agent.invoke({"messages": [("user", "1+2, then Paris weather")]}, config=cfg(lc))
+    assert_answered(telemetry)
+    assert_no_content(telemetry.spans())
+    assert_clean(telemetry, lc)

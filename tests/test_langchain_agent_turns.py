@@ -1,0 +1,172 @@
+"""Multi-turn agents on the real LangGraph: one thread over several runs, interrupt and resume.
+
+Each invocation of a checkpointed graph is its own ``invoke_agent`` run of one conversation;
+a run paused by ``interrupt()`` is recorded as paused (no verdict, not a bail) and the run that
+resumes it as an ordinary run whose input is the user's reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import Command
+
+from symfonic_otel import LangChainCallbackHandler, semconv
+from symfonic_otel.testing.scripted import ScriptedChatModel
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.agent_shapes_support import (
+    BAILS,
+    RUNS,
+    Tree,
+    assert_clean,
+    assert_no_content,
+    attrs,
+    captured,
+    cfg,
+    texts,
+)
+from tests.langchain_support import (
+    AGENT_SPAN,
+    add,
+    ask_human,
+    call,
+    react_agent,
+)
+
+__all__ = ["captured"]  # the fixture, imported for pytest
+
+
+TTFC = semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
+FIRST_CHUNK_METRIC = semconv.CLIENT_TIME_TO_FIRST_CHUNK.name
+
+
+# --- multi-turn -----------------------------------------------------------------------------
+
+
+def test_three_turns_on_one_thread_are_three_runs_of_one_conversation(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    agent = react_agent(
+        ScriptedChatModel(["one", "two", "three"]), [add], checkpointer=InMemorySaver()
+    )
+    config = cfg(captured, configurable={"thread_id": "thread-7"})
+    for question in ("first?", "second?", "third?"):
+        agent.invoke({"messages": [("user", question)]}, config=config)
+
+    tree = Tree(telemetry.spans())
+    runs = tree.named(AGENT_SPAN)
+    assert len(runs) == 3 and tree.roots() == runs
+    assert len({r.context.trace_id for r in runs if r.context}) == 3
+    assert len({attrs(r)[semconv.RUN_ID] for r in runs}) == 3
+    chats = tree.named("chat scripted-chat")
+    assert [tree.parent(c) for c in chats] == runs
+    for span in runs + chats:
+        assert attrs(span)[semconv.GEN_AI_CONVERSATION_ID] == "thread-7"
+    assert [texts(r) for r in runs] == [[("user", q)] for q in ("first?", "second?", "third?")]
+    assert texts(chats[2]) == [  # the whole history the model saw on the third turn
+        ("user", "first?"),
+        ("assistant", "one"),
+        ("user", "second?"),
+        ("assistant", "two"),
+        ("user", "third?"),
+    ]
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 3
+    assert telemetry.value(BAILS) == 0
+
+
+def test_conversation_from_session_metadata_without_capture(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> None:
+    agent = react_agent(ScriptedChatModel(["one", "two"]), [add], checkpointer=InMemorySaver())
+    for question in ("first?", "second?"):
+        agent.invoke(
+            {"messages": [("user", question)]},
+            config=cfg(lc, configurable={"thread_id": "t"}, metadata={"session_id": "s-1"}),
+        )
+    spans = telemetry.spans()
+    runs = [s for s in spans if s.name == AGENT_SPAN]
+    assert len(runs) == 2
+    # LangGraph's thread_id wins over a session id.
+    assert {
+        attrs(s)[semconv.GEN_AI_CONVERSATION_ID] for s in spans if s.name != "execute_tool"
+    } == {"t"}
+    assert_no_content(spans)
+    assert_clean(telemetry, lc)
+
+
+def deploy_agent() -> Any:
+    model = ScriptedChatModel(
+        [AIMessage("", tool_calls=[call("ask_human", {"question": "Deploy?"})]), "Deployed."]
+    )
+    return react_agent(model, [ask_human], checkpointer=InMemorySaver())
+
+
+def assert_paused_then_completed(telemetry: InMemoryTelemetry, runs: list[Any]) -> None:
+    paused, resumed = (attrs(r) for r in runs)
+    assert paused[semconv.RUN_OUTCOME] == "completed"
+    assert paused[semconv.RUN_PAUSED] is True
+    assert paused[semconv.RUN_PAUSE_KIND] == semconv.PAUSE_INTERRUPT
+    assert paused[semconv.RUN_STOP_REASON] == "interrupted"
+    assert semconv.RESPONSE_EMPTY not in paused  # waiting for its user: no verdict
+    assert [e.name for e in runs[0].events] == [semconv.EVENT_RUN_PAUSED]
+    assert resumed[semconv.RUN_OUTCOME] == "completed"
+    assert resumed[semconv.RESPONSE_EMPTY] is False
+    assert semconv.RUN_PAUSED not in resumed
+    assert paused[semconv.GEN_AI_CONVERSATION_ID] == resumed[semconv.GEN_AI_CONVERSATION_ID]
+    assert telemetry.value(BAILS) == 0
+    assert telemetry.value(RUNS, {semconv.RUN_PAUSED: True}) == 1
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 2
+
+
+def test_interrupt_then_resume_is_paused_then_completed(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    """Regression: the paused run carried no ``symfonic.run.paused``."""
+    agent = deploy_agent()
+    config = cfg(captured, configurable={"thread_id": "deploy-1"})
+    assert "__interrupt__" in agent.invoke({"messages": [("user", "deploy it")]}, config=config)
+    assert agent.invoke(Command(resume="yes"), config=config)["messages"][-1].content == "Deployed."
+
+    tree = Tree(telemetry.spans())
+    runs = tree.named(AGENT_SPAN)
+    assert len(runs) == 2 and tree.roots() == runs
+    assert_paused_then_completed(telemetry, runs)
+    assert texts(runs[1]) == [("user", "yes")]  # the resumed run's input is the user's reply
+    first_tool, second_tool = tree.named("execute_tool ask_human")
+    assert tree.parent(first_tool) is runs[0] and tree.parent(second_tool) is runs[1]
+    assert semconv.ERROR_TYPE not in attrs(first_tool)
+    assert json.loads(str(attrs(second_tool)[semconv.GEN_AI_TOOL_CALL_RESULT])) == "yes"
+
+
+def test_interrupt_in_a_sub_graph_pauses_both_runs(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    model = ScriptedChatModel(
+        [AIMessage("", tool_calls=[call("ask_human", {"question": "Deploy?"})]), "Deployed."]
+    )
+    graph = StateGraph(MessagesState)
+    graph.add_node("deploy", react_agent(model, [ask_human], name="deployer"))
+    graph.add_edge(START, "deploy")
+    graph.add_edge("deploy", END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = cfg(captured, configurable={"thread_id": "deploy-2"}, run_name="ops")
+
+    async def turns() -> None:
+        await app.ainvoke({"messages": [("user", "deploy it")]}, config=config)
+        await app.ainvoke(Command(resume="yes"), config=config)
+
+    asyncio.run(turns())
+    tree = Tree(telemetry.spans())
+    outer = tree.named("invoke_agent ops")
+    inner = tree.named("invoke_agent deployer")
+    assert len(outer) == len(inner) == 2
+    assert [tree.parent(s) for s in inner] == outer
+    assert [attrs(s).get(semconv.RUN_PAUSED) for s in outer + inner] == [True, None, True, None]
+    assert telemetry.value(BAILS) == 0
+    assert telemetry.value(RUNS, {semconv.RUN_PAUSED: True}) == 2
+    assert attrs(inner[1])[semconv.RESPONSE_EMPTY] is False
