@@ -9,6 +9,7 @@ model records each call once.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.agent_shapes_support import (
     RUNS,
     Tree,
+    assert_clean,
     attrs,
     captured,
     cfg,
@@ -190,3 +192,46 @@ def test_graph_inside_a_standalone_tool_nests_under_the_tool(
     assert [s.name for s in tree.children(run)] == ["chat scripted-chat"]
     assert attrs(run)[semconv.RESPONSE_EMPTY] is False
     assert json.loads(str(attrs(tool_span)[semconv.GEN_AI_TOOL_CALL_RESULT])) == "inner says 42"
+
+
+def test_late_steps_of_an_evicted_run_start_no_runs(telemetry: InMemoryTelemetry) -> None:
+    """A run the core evicted (open-run cap) while a node was still working: the steps after
+    that node have a parent the adapter dropped, and must not be taken for new runs."""
+    handler = LangChainCallbackHandler(handler=telemetry.handler(max_open_runs=1))
+    started, gate = threading.Event(), threading.Event()
+
+    def wait(state: MessagesState) -> dict[str, Any]:
+        started.set()
+        assert gate.wait(5)
+        return {}
+
+    late = ScriptedChatModel(["late answer"])
+
+    def answer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [late.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("wait", wait)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "wait")
+    graph.add_edge("wait", "answer")
+    graph.add_edge("answer", END)
+    slow = graph.compile(name="slow")
+    worker = threading.Thread(
+        target=slow.invoke, args=({"messages": [("user", "a")]},), kwargs={"config": cfg(handler)}
+    )
+    worker.start()
+    assert started.wait(5)
+    model_only_graph(ScriptedChatModel(["b"])).invoke(
+        {"messages": [("user", "b")]}, config=cfg(handler, run_name="fast")
+    )
+    gate.set()
+    worker.join(5)
+
+    tree = Tree(telemetry.spans())
+    runs = [s for s in tree.spans if s.name.startswith("invoke_agent")]
+    assert sorted(s.name for s in runs) == ["invoke_agent fast", "invoke_agent slow"]
+    assert attrs(tree.one("invoke_agent slow"))[semconv.RUN_OUTCOME] == "abandoned"
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 1
+    assert len(tree.named("chat scripted-chat")) == 2  # the late call is still recorded
+    assert_clean(telemetry, handler)

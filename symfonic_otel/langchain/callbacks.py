@@ -170,7 +170,7 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             if parent is None:
                 self._translate.start_agent(key, inputs, meta, name, serialized)
                 return
-            outside, under = self._tree.outside(parent)
+            outside, under = self._tree.outside(key, parent)
             if outside:  # the handler's own top: a run, under a standalone span if any
                 self._translate.start_agent(key, inputs, meta, name, serialized, under)
             else:

@@ -11,8 +11,9 @@ the graph, or a bare ``model.invoke``) is *standalone*: it remembers the context
 start callback and is recorded as a call of its own.
 
 All state is bounded: agent runs by count (oldest evicted), child runs per agent, standalone
-calls and spans by count. One lock guards it; it is never held while calling into the OTel SDK
-(methods that drop state return the open spans for the caller to end outside the lock).
+calls and spans, and the remembered runs of dropped agent runs, by count. One lock guards it;
+it is never held while calling into the OTel SDK (methods that drop state return the open spans
+for the caller to end outside the lock).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ __all__ = ["RunTree"]
 # released as they end, so only a pathological fan-out reaches this; past it, new child runs are
 # not tracked (their telemetry is skipped rather than memory growing).
 MAX_RUNS_PER_AGENT: Final = 10_000
-# Standalone model calls and spans waiting for their end (oldest dropped past this).
+# Standalone model calls and spans waiting for their end, and runs of dropped agent runs
+# remembered (oldest dropped past this, each).
 MAX_STANDALONE: Final = 10_000
 # How many of the oldest agent runs are checked against the core registry per agent start.
 PRUNE_BATCH: Final = 8
@@ -52,6 +54,7 @@ class RunTree:
         self._chats: dict[RunKey, ChatCall] = {}
         self._loose_chats: OrderedDict[RunKey, ChatCall] = OrderedDict()
         self._loose_spans: OrderedDict[RunKey, Span | None] = OrderedDict()
+        self._forgotten: OrderedDict[RunKey, None] = OrderedDict()  # runs of dropped agents
 
     @property
     def agent_count(self) -> int:
@@ -127,11 +130,20 @@ class RunTree:
             self._open_subagents_locked(agent, left)
             return agent, self._forget_locked(agent), left
 
-    def outside(self, parent: RunKey) -> tuple[bool, Span | None]:
-        """Whether run ``parent`` belongs to no agent run here (a handler given to a sub-graph
-        or a tool only sees runs from there down), and its standalone span, if any."""
+    def outside(self, key: RunKey, parent: RunKey) -> tuple[bool, Span | None]:
+        """Whether chain ``key``'s parent belongs to no agent run here (a handler given to a
+        sub-graph or a tool only sees runs from there down), and its standalone span, if any.
+
+        A parent of a run dropped here (ended, evicted) is not outside: its late children are
+        remembered with it, so a run cut short never turns into a swarm of new runs.
+        """
         with self._lock:
-            return parent not in self._owner, self._loose_spans.get(parent)
+            if parent in self._owner:
+                return False, None
+            if parent in self._forgotten:
+                self._remember_locked(key)
+                return False, None
+            return True, self._loose_spans.get(parent)
 
     def is_agent(self, key: RunKey) -> bool:
         with self._lock:
@@ -355,6 +367,12 @@ class RunTree:
             self._open_subagents_locked(sub, into)
             into.append(sub)
 
+    def _remember_locked(self, key: RunKey) -> None:
+        self._forgotten[key] = None
+        self._forgotten.move_to_end(key)
+        if len(self._forgotten) > MAX_STANDALONE:
+            self._forgotten.popitem(last=False)
+
     def _forget_locked(self, agent: AgentRun) -> list[Span]:
         """Drop every trace of ``agent`` and its sub-agents; returns their open spans."""
         spans: list[Span] = []
@@ -362,6 +380,7 @@ class RunTree:
             spans.extend(self._forget_locked(sub))
         agent.subagents.clear()
         for member in agent.members:
+            self._remember_locked(member)
             if self._owner.get(member) is agent:
                 del self._owner[member]
             call = self._chats.get(member)
