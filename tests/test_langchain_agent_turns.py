@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -35,7 +37,9 @@ from tests.langchain_support import (
     add,
     ask_human,
     call,
+    langchain_instrumented,
     react_agent,
+    tool_turn,
 )
 
 __all__ = ["captured"]  # the fixture, imported for pytest
@@ -170,3 +174,49 @@ def test_interrupt_in_a_sub_graph_pauses_both_runs(
     assert telemetry.value(BAILS) == 0
     assert telemetry.value(RUNS, {semconv.RUN_PAUSED: True}) == 2
     assert attrs(inner[1])[semconv.RESPONSE_EMPTY] is False
+
+
+@pytest.mark.parametrize("breakpoint", ["interrupt_before", "interrupt_after"])
+def test_static_breakpoint_is_paused_not_a_bail(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, breakpoint: str
+) -> None:
+    """Regression: a run stopped at a static breakpoint on a tool-calling message counted as a
+    ``tool_calls_with_no_text`` bail; LangGraph's ``on_interrupt`` says it paused."""
+    where = {"interrupt_before": ["tools"], "interrupt_after": ["agent"]}[breakpoint]
+    agent = react_agent(
+        ScriptedChatModel([tool_turn(), "The sum is 3."]),
+        [add],
+        checkpointer=InMemorySaver(),
+        **{breakpoint: where},
+    )
+    config = cfg(captured, configurable={"thread_id": f"bp-{breakpoint}"})
+    paused = agent.invoke({"messages": [("user", "1+2")]}, config=config)
+    assert paused["messages"][-1].tool_calls  # stopped on the tool-calling turn
+    assert agent.invoke(None, config=config)["messages"][-1].content == "The sum is 3."
+
+    tree = Tree(telemetry.spans())
+    runs = tree.named(AGENT_SPAN)
+    assert len(runs) == 2 and tree.roots() == runs
+    assert_paused_then_completed(telemetry, runs)
+    assert semconv.REACT_TERMINATION_REASON not in attrs(runs[0])
+    assert [s.name for s in tree.children(runs[1])] == ["execute_tool add", "chat scripted-chat"]
+
+
+def test_interrupt_under_the_instrumentor_is_paused_without_callback_errors(
+    telemetry: InMemoryTelemetry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression: the instrumentor's handler sits in LangGraph's lifecycle callback manager
+    too, which logged "Error in LangChainCallbackHandler.on_interrupt callback"."""
+    with langchain_instrumented(telemetry) as instrumentor, caplog.at_level(logging.WARNING):
+        agent = deploy_agent()
+        config = cfg(configurable={"thread_id": "deploy-3"})
+        agent.invoke({"messages": [("user", "deploy it")]}, config=config)
+        agent.invoke(Command(resume="yes"), config=config)
+        handler = instrumentor.callback_handler
+        assert handler is not None
+        assert handler.tracked_runs == 0 and handler.tracked_calls == 0
+        assert handler.internal_failures == {}
+    assert not [r.getMessage() for r in caplog.records if "callback" in r.getMessage()]
+    runs = Tree(telemetry.spans()).named(AGENT_SPAN)
+    assert len(runs) == 2
+    assert_paused_then_completed(telemetry, runs)

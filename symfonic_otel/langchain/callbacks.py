@@ -20,7 +20,7 @@ and guards shared state with a lock that is never held while calling into the OT
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -42,12 +42,20 @@ __all__ = ["LangChainCallbackHandler"]
 
 _DEFAULT_MAX_AGENT_RUNS: Final = 10_000
 
+if TYPE_CHECKING:
+    _HandlerBase = BaseCallbackHandler
+else:
+    try:  # LangGraph (>= 1.2) sends its lifecycle callbacks (interrupt, resume) to these only
+        from langgraph.callbacks import GraphCallbackHandler as _HandlerBase
+    except Exception:
+        _HandlerBase = BaseCallbackHandler
+
 
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-class LangChainCallbackHandler(BaseCallbackHandler):
+class LangChainCallbackHandler(_HandlerBase):
     """Add to ``config={"callbacks": [...]}`` of a LangChain runnable or LangGraph graph.
 
     Translates LangChain callbacks into the core handler's events: the top-level run is the
@@ -194,6 +202,20 @@ class LangChainCallbackHandler(BaseCallbackHandler):
     ) -> None:
         end = self._translate.end_agent if parent_run_id is None else self._translate.end_chain
         self._guarded("on_chain_error", run_id, lambda key: end(key, None, error))
+
+    # --- LangGraph lifecycle: a graph paused (``interrupt()``, static breakpoints) or resumed -
+
+    def on_interrupt(self, event: Any) -> None:
+        """The graph run paused: it ends paused (no verdict, not a bail), whatever its state."""
+        try:
+            run_id = event.run_id
+        except Exception as exc:
+            self._failures.report("langchain.on_interrupt", exc)
+            return
+        self._guarded("on_interrupt", run_id, self._tree.pause)
+
+    def on_resume(self, event: Any) -> None:
+        """A resumed graph is an ordinary run (its input the resume value): nothing to add."""
 
     # --- model calls --------------------------------------------------------------------------
 

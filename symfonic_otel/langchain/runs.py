@@ -145,6 +145,14 @@ class RunTree:
                 return False, None
             return True, self._loose_spans.get(parent)
 
+    def pause(self, key: RunKey) -> None:
+        """Graph run ``key`` stopped on an interrupt (LangGraph's ``on_interrupt``, static
+        breakpoints included); its end decides whether it paused (see ``Translator``)."""
+        with self._lock:
+            agent = self._owner.get(key)
+            if agent is not None:
+                agent.at_breakpoint = True
+
     def is_agent(self, key: RunKey) -> bool:
         with self._lock:
             owner = self._owner.get(key)

@@ -36,6 +36,7 @@ from symfonic_otel.langchain.base import Part, in_span
 from symfonic_otel.langchain.extract import (
     UNKNOWN_OUTPUT,
     AIShape,
+    FinalOutput,
     RunKey,
     final_output,
     query,
@@ -108,6 +109,12 @@ def _command_type() -> type | None:
     except Exception:
         return None
     return Command
+
+
+def _mid_loop(final: FinalOutput) -> bool:
+    """A run stopped at a breakpoint is paused unless it had answered: LangGraph also reports
+    an ``interrupt_after`` on the node that gave the final answer."""
+    return not final.answered or (final.ai is not None and final.ai.tool_call_count > 0)
 
 
 def _bail_reason(shape: AIShape) -> TerminationReason:
@@ -198,6 +205,8 @@ class Translator(Part):
                 outputs,
                 UNKNOWN_OUTPUT,
             )
+            if agent.at_breakpoint and _mid_loop(final):
+                agent.interrupted, final = True, UNKNOWN_OUTPUT
         stop = errors.exit_reason(kind)
         if stop is None and agent.interrupted:
             stop = errors.STOP_INTERRUPTED
