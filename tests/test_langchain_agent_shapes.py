@@ -34,6 +34,8 @@ from tests.agent_shapes_support import (
     captured,
     cfg,
     messages,
+    one_node_graph,
+    research_then_answer,
     texts,
 )
 from tests.langchain_support import (
@@ -207,6 +209,36 @@ def test_astream_left_after_the_first_chunk_ends_the_run(
 
     asyncio.run(consume())
     cancelled_early(telemetry)
+
+
+def test_stream_of_sub_graphs_in_several_modes_streams_each_agents_calls(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    model = ScriptedChatModel(["found it in the archive", "the final answer is here"])
+    app = research_then_answer(one_node_graph("inner", model, "researcher"), model)
+    seen = {
+        (bool(namespace), mode)
+        for namespace, mode, _ in app.stream(
+            {"messages": [("user", "q")]},
+            config=cfg(captured, run_name="boss"),
+            stream_mode=["messages", "updates"],
+            subgraphs=True,
+        )
+    }
+    assert {(True, "messages"), (False, "messages"), (True, "updates")} <= seen
+
+    tree = Tree(telemetry.spans())
+    boss, researcher = tree.one("invoke_agent boss"), tree.one("invoke_agent researcher")
+    assert tree.roots() == [boss] and tree.parent(researcher) is boss
+    inner, answer = tree.named("chat scripted-chat")
+    assert tree.parent(inner) is researcher and tree.parent(answer) is boss
+    for chat in (inner, answer):
+        assert attrs(chat)[semconv.GEN_AI_REQUEST_STREAM] is True and TTFC in attrs(chat)
+    assert texts(researcher, semconv.GEN_AI_OUTPUT_MESSAGES) == [
+        ("assistant", "found it in the archive")
+    ]
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 2
+    assert telemetry.value(BAILS) == 0
 
 
 # --- structured output ----------------------------------------------------------------------

@@ -56,7 +56,10 @@ def test_three_turns_on_one_thread_are_three_runs_of_one_conversation(
     telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
 ) -> None:
     agent = react_agent(
-        ScriptedChatModel(["one", "two", "three"]), [add], checkpointer=InMemorySaver()
+        ScriptedChatModel(["one", "two", "three"]),
+        [add],
+        checkpointer=InMemorySaver(),
+        prompt="You are terse.",
     )
     config = cfg(captured, configurable={"thread_id": "thread-7"})
     for question in ("first?", "second?", "third?"):
@@ -72,6 +75,9 @@ def test_three_turns_on_one_thread_are_three_runs_of_one_conversation(
     for span in runs + chats:
         assert attrs(span)[semconv.GEN_AI_CONVERSATION_ID] == "thread-7"
     assert [texts(r) for r in runs] == [[("user", q)] for q in ("first?", "second?", "third?")]
+    for chat in chats:  # the system prompt is its own attribute, not a message
+        instructions = json.loads(str(attrs(chat)[semconv.GEN_AI_SYSTEM_INSTRUCTIONS]))
+        assert instructions == [{"type": "text", "content": "You are terse."}]
     assert texts(chats[2]) == [  # the whole history the model saw on the third turn
         ("user", "first?"),
         ("assistant", "one"),
