@@ -17,7 +17,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk
-from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
+from langchain_core.output_parsers import (
+    JsonOutputParser,
+    PydanticOutputParser,
+    StrOutputParser,
+)
+from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import BaseModel
 
@@ -239,6 +244,50 @@ def test_stream_of_sub_graphs_in_several_modes_streams_each_agents_calls(
     ]
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 2
     assert telemetry.value(BAILS) == 0
+
+
+def prompt_chain(reply: str) -> Any:
+    prompt = ChatPromptTemplate.from_messages([("system", "Be brief."), ("user", "{question}")])
+    return prompt | ScriptedChatModel([reply]) | StrOutputParser()
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+def test_streamed_chain_captures_its_input_known_only_at_the_end(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
+) -> None:
+    """Regression: a streamed LCEL chain starts with ``{"input": ""}`` (its input is streamed
+    in), so the run's captured input was an empty user message."""
+    chain, question = prompt_chain("Paris is the capital."), {"question": "Capital of France?"}
+    if mode == "stream":
+        text = "".join(chain.stream(question, config=cfg(captured)))
+    else:
+
+        async def consume() -> str:
+            return "".join([c async for c in chain.astream(question, config=cfg(captured))])
+
+        text = asyncio.run(consume())
+    assert text == "Paris is the capital."
+
+    tree = Tree(telemetry.spans())
+    root = tree.one(AGENT_SPAN)
+    (chat,) = tree.children(root)
+    assert texts(root) == [("user", "Capital of France?")]
+    assert texts(root, semconv.GEN_AI_OUTPUT_MESSAGES) == [("assistant", "Paris is the capital.")]
+    assert texts(chat) == [("user", "Capital of France?")]
+    assert attrs(chat)[semconv.GEN_AI_REQUEST_STREAM] is True and TTFC in attrs(chat)
+    assert_answered(telemetry)
+
+
+def test_streamed_chain_blank_reply_is_an_empty_answer_without_capture(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> None:
+    assert "".join(prompt_chain("").stream({"question": "?"}, config=cfg(lc))) == ""
+    root = attrs(telemetry.span(AGENT_SPAN))
+    assert root[semconv.RUN_OUTCOME] == "completed" and root[semconv.RESPONSE_EMPTY] is True
+    assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: True}) == 1
+    assert telemetry.value(BAILS) == 0  # a blank string is empty, not an agent's bail
+    assert_no_content(telemetry.spans())
+    assert_clean(telemetry, lc)
 
 
 # --- structured output ----------------------------------------------------------------------

@@ -190,7 +190,8 @@ class LangChainCallbackHandler(_HandlerBase):
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
         end = self._translate.end_agent if parent_run_id is None else self._translate.end_chain
-        self._guarded("on_chain_end", run_id, lambda key: end(key, outputs, None))
+        inputs = kwargs.get("inputs")  # a streamed run's input, known only now
+        self._guarded("on_chain_end", run_id, lambda key: end(key, outputs, None, inputs))
 
     def on_chain_error(
         self,
@@ -201,7 +202,8 @@ class LangChainCallbackHandler(_HandlerBase):
         **kwargs: Any,
     ) -> None:
         end = self._translate.end_agent if parent_run_id is None else self._translate.end_chain
-        self._guarded("on_chain_error", run_id, lambda key: end(key, None, error))
+        inputs = kwargs.get("inputs")
+        self._guarded("on_chain_error", run_id, lambda key: end(key, None, error, inputs))
 
     # --- LangGraph lifecycle: a graph paused (``interrupt()``, static breakpoints) or resumed -
 

@@ -22,6 +22,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.content import messages_json
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -186,7 +187,9 @@ class Translator(Part):
             attributes[semconv.GEN_AI_AGENT_NAME] = name
         return attributes
 
-    def end_agent(self, key: RunKey, outputs: object, error: BaseException | None) -> None:
+    def end_agent(
+        self, key: RunKey, outputs: object, error: BaseException | None, inputs: object = None
+    ) -> None:
         agent, leftovers, subagents = self._tree.close_agent(key)
         if agent is None:
             self._end_untracked(key, error)
@@ -238,7 +241,19 @@ class Translator(Part):
             ),
             error_type=error_type,
             answered=final.answered if outcome == "completed" else None,
+            attributes=self._late_input(inputs),
         )
+
+    def _late_input(self, inputs: object) -> dict[str, AttributeValue] | None:
+        """A streamed run's input, known only at its end (its start saw ``{"input": ""}``)."""
+        text = self._query(inputs) if inputs is not None else ""
+        if not text:
+            return None
+        payload, truncated = messages_json("user", text)
+        attributes: dict[str, AttributeValue] = {semconv.GEN_AI_INPUT_MESSAGES: payload}
+        if truncated:
+            attributes[semconv.CONTENT_TRUNCATED] = True
+        return attributes
 
     def _report_bail(
         self, agent: AgentRun, shape: AIShape | None, reason: TerminationReason
@@ -345,9 +360,11 @@ class Translator(Part):
         if not self._tree.attach_span(key, claim, span) and span is not None:
             self._core.end_call(span)
 
-    def end_chain(self, key: RunKey, outputs: object, error: BaseException | None) -> None:
+    def end_chain(
+        self, key: RunKey, outputs: object, error: BaseException | None, inputs: object = None
+    ) -> None:
         if self._tree.is_agent(key):
-            self.end_agent(key, outputs, error)
+            self.end_agent(key, outputs, error, inputs)
             return
         kind = errors.classify(error)
         span = self._tree.release(key, interrupted=kind == "interrupt")
