@@ -89,6 +89,9 @@ class Tree:
             found.extend(self.under(child))
         return found
 
+    def named_under(self, span: ReadableSpan, name: str) -> list[ReadableSpan]:
+        return [s for s in self.under(span) if s.name == name]
+
     def roots(self) -> list[ReadableSpan]:
         return [s for s in self.spans if self.parent(s) is None]
 

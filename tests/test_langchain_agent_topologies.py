@@ -366,3 +366,48 @@ def test_concurrent_async_turns_of_different_tenants_stay_apart(
         assert [e.span_id for e in point.exemplars] == [run_span_ids[tenant]]
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == len(turns)
     assert telemetry.value(BAILS) == 0
+
+
+def test_concurrent_async_turns_with_sub_agents_never_cross_parent(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    graph = StateGraph(MessagesState)
+    graph.add_node("solve", react_agent(ConversationModel(), [add], name="solver"))
+    graph.add_edge(START, "solve")
+    graph.add_edge("solve", END)
+    desk = graph.compile(name="desk")
+    turns = range(5)
+
+    async def all_turns() -> None:
+        await asyncio.gather(
+            *(
+                desk.ainvoke(question(i), config=cfg(captured, metadata={"tenant_id": f"t-{i}"}))
+                for i in turns
+            )
+        )
+
+    asyncio.run(all_turns())
+    tree = Tree(telemetry.spans())
+    desks = tree.roots()
+    assert len(desks) == len(turns) and {s.name for s in desks} == {"invoke_agent desk"}
+    for top in desks:
+        tenant = attrs(top)[semconv.TENANT_ID]
+        i = int(str(tenant).removeprefix("t-"))
+        (solver,) = tree.children(top)
+        assert solver.name == "invoke_agent solver"
+        assert attrs(solver)[semconv.RUN_PARENT_ID] == attrs(top)[semconv.RUN_ID]
+        below = tree.under(solver)
+        assert sorted(s.name for s in below) == [
+            "chat conversation-model",
+            "chat conversation-model",
+            "execute_tool add",
+        ]
+        assert all(attrs(s)[semconv.TENANT_ID] == tenant for s in [solver, *below])
+        assert all(attrs(s)[semconv.RUN_ID] == attrs(solver)[semconv.RUN_ID] for s in below)
+        (tool_span,) = tree.named_under(solver, "execute_tool add")
+        assert attrs(tool_span)[semconv.GEN_AI_TOOL_CALL_ID] == f"call-{i}-{i + 1}"
+        assert texts(top, semconv.GEN_AI_OUTPUT_MESSAGES) == [
+            ("assistant", f"The sum is {2 * i + 1}.")
+        ]
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 2 * len(turns)
+    assert telemetry.value(BAILS) == 0
