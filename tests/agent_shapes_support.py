@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
@@ -27,6 +28,16 @@ CONTENT_KEYS = (
     semconv.GEN_AI_TOOL_CALL_ARGUMENTS,
     semconv.GEN_AI_TOOL_CALL_RESULT,
 )
+
+
+MODES = ("invoke", "ainvoke")
+
+
+def run_with(mode: str, runnable: Any, value: Any, **kwargs: Any) -> Any:
+    """``runnable.invoke(value)``, or its ``ainvoke`` on an event loop of its own."""
+    if mode == "invoke":
+        return runnable.invoke(value, **kwargs)
+    return asyncio.run(runnable.ainvoke(value, **kwargs))
 
 
 def cfg(handler: LangChainCallbackHandler | None = None, **extra: Any) -> RunnableConfig:

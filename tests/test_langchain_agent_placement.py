@@ -23,6 +23,7 @@ from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.agent_shapes_support import (
+    MODES,
     RUNS,
     Tree,
     assert_clean,
@@ -31,6 +32,7 @@ from tests.agent_shapes_support import (
     cfg,
     one_node_graph,
     research_then_answer,
+    run_with,
     texts,
 )
 from tests.langchain_support import (
@@ -48,13 +50,16 @@ __all__ = ["captured"]  # the fixture, imported for pytest
 # --- the handler elsewhere than on the graph ----------------------------------------------
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_handler_on_the_model_constructor_records_standalone_chats(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
 ) -> None:
     model = ScriptedChatModel([tool_turn(), "done"], callbacks=[captured])
     agent = react_agent(model, [add])
     with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        agent.invoke({"messages": [("user", "1+2")]}, config={"metadata": {"tenant_id": "acme"}})
+        run_with(
+            mode, agent, {"messages": [("user", "1+2")]}, config={"metadata": {"tenant_id": "acme"}}
+        )
 
     tree = Tree(telemetry.spans())
     request = tree.one("request")
@@ -81,8 +86,9 @@ def test_handler_via_with_config_on_a_pre_bound_model(
     assert [d["function"]["name"] if "function" in d else d["name"] for d in definitions] == ["add"]
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_handler_on_a_tool_only_records_its_spans_under_the_callers(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
 ) -> None:
     def divide(a: int, b: int) -> float:
         """Divide a by b."""
@@ -98,7 +104,12 @@ def test_handler_on_a_tool_only_records_its_spans_under_the_callers(
     )
     agent = react_agent(model, ToolNode([tool_], handle_tool_errors=True))
     with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        agent.invoke({"messages": [("user", "6/3, 1/0")]}, config={"metadata": {"tenant_id": "t1"}})
+        run_with(
+            mode,
+            agent,
+            {"messages": [("user", "6/3, 1/0")]},
+            config={"metadata": {"tenant_id": "t1"}},
+        )
 
     tree = Tree(telemetry.spans())
     request = tree.one("request")
@@ -114,11 +125,12 @@ def test_handler_on_a_tool_only_records_its_spans_under_the_callers(
     assert not tree.starting("chat") and telemetry.value(RUNS) == 0
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_same_handler_on_graph_and_model_records_each_call_once(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
 ) -> None:
     model = ScriptedChatModel([tool_turn(), "done"], callbacks=[captured])
-    react_agent(model, [add]).invoke({"messages": [("user", "1+2")]}, config=cfg(captured))
+    run_with(mode, react_agent(model, [add]), {"messages": [("user", "1+2")]}, config=cfg(captured))
     tree = Tree(telemetry.spans())
     root = tree.one(AGENT_SPAN)
     assert sorted(s.name for s in tree.children(root)) == [
@@ -133,8 +145,9 @@ def test_same_handler_on_graph_and_model_records_each_call_once(
 
 
 @pytest.mark.parametrize("attached", ["with_config", "invoke_config"])
+@pytest.mark.parametrize("mode", MODES)
 def test_handler_on_a_sub_graph_only_records_it_as_a_run(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, attached: str
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, attached: str, mode: str
 ) -> None:
     """Regression: the sub-graph's chains had a parent the handler never saw, so no run was
     recorded (its model call was a loose span, with no outcome and no bail verdict)."""
@@ -149,7 +162,9 @@ def test_handler_on_a_sub_graph_only_records_it_as_a_run(
 
     app = research_then_answer(research, model)
     with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        app.invoke({"messages": [("user", "q")]}, config={"metadata": {"tenant_id": "acme"}})
+        run_with(
+            mode, app, {"messages": [("user", "q")]}, config={"metadata": {"tenant_id": "acme"}}
+        )
 
     tree = Tree(telemetry.spans())
     request = tree.one("request")

@@ -31,6 +31,7 @@ from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.agent_shapes_support import (
     BAILS,
+    MODES,
     RUNS,
     Tree,
     assert_clean,
@@ -41,6 +42,7 @@ from tests.agent_shapes_support import (
     messages,
     one_node_graph,
     research_then_answer,
+    run_with,
     texts,
 )
 from tests.langchain_support import (
@@ -293,11 +295,14 @@ def test_streamed_chain_blank_reply_is_an_empty_answer_without_capture(
 # --- structured output ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_with_structured_output_tool_calling_is_an_answered_run(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
 ) -> None:
     model = ScriptedChatModel([weather_call()])
-    result = model.with_structured_output(Weather).invoke("Weather in Paris?", config=cfg(captured))
+    result = run_with(
+        mode, model.with_structured_output(Weather), "Weather in Paris?", config=cfg(captured)
+    )
     assert result == Weather(city="Paris", temp_c=21)
 
     tree = Tree(telemetry.spans())
@@ -362,12 +367,16 @@ def extraction_graph(model: ScriptedChatModel) -> Any:
     return graph.compile()
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_structured_answer_in_a_state_key_is_the_runs_output(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
 ) -> None:
     """Regression: the run's output was the user's own question, as the assistant's."""
-    result = extraction_graph(ScriptedChatModel([weather_call()])).invoke(
-        {"messages": [("user", "Weather in Paris?")]}, config=cfg(captured)
+    result = run_with(
+        mode,
+        extraction_graph(ScriptedChatModel([weather_call()])),
+        {"messages": [("user", "Weather in Paris?")]},
+        config=cfg(captured),
     )
     assert result["weather"] == Weather(city="Paris", temp_c=21)
 
@@ -382,13 +391,16 @@ def test_structured_answer_in_a_state_key_is_the_runs_output(
     assert content == {"weather": {"city": "Paris", "temp_c": 21}}
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_react_agent_response_format_answers_without_final_text(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
 ) -> None:
     """The last AI message is blank but ``structured_response`` holds the answer: no bail."""
     model = ScriptedChatModel([tool_turn(), "", weather_call()])
     agent = react_agent(model, [add], response_format=Weather)
-    result = agent.invoke({"messages": [("user", "1+2, then Paris weather")]}, config=cfg(captured))
+    result = run_with(
+        mode, agent, {"messages": [("user", "1+2, then Paris weather")]}, config=cfg(captured)
+    )
     assert result["structured_response"] == Weather(city="Paris", temp_c=21)
 
     tree = Tree(telemetry.spans())

@@ -23,6 +23,7 @@ from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.agent_shapes_support import (
     BAILS,
+    MODES,
     RUNS,
     Tree,
     assert_clean,
@@ -30,6 +31,7 @@ from tests.agent_shapes_support import (
     attrs,
     captured,
     cfg,
+    run_with,
     texts,
 )
 from tests.langchain_support import (
@@ -52,8 +54,9 @@ FIRST_CHUNK_METRIC = semconv.CLIENT_TIME_TO_FIRST_CHUNK.name
 # --- multi-turn -----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_three_turns_on_one_thread_are_three_runs_of_one_conversation(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
 ) -> None:
     agent = react_agent(
         ScriptedChatModel(["one", "two", "three"]),
@@ -63,7 +66,7 @@ def test_three_turns_on_one_thread_are_three_runs_of_one_conversation(
     )
     config = cfg(captured, configurable={"thread_id": "thread-7"})
     for question in ("first?", "second?", "third?"):
-        agent.invoke({"messages": [("user", question)]}, config=config)
+        run_with(mode, agent, {"messages": [("user", question)]}, config=config)
 
     tree = Tree(telemetry.spans())
     runs = tree.named(AGENT_SPAN)
@@ -133,14 +136,17 @@ def assert_paused_then_completed(telemetry: InMemoryTelemetry, runs: list[Any]) 
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 2
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_interrupt_then_resume_is_paused_then_completed(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, mode: str
 ) -> None:
     """Regression: the paused run carried no ``symfonic.run.paused``."""
     agent = deploy_agent()
     config = cfg(captured, configurable={"thread_id": "deploy-1"})
-    assert "__interrupt__" in agent.invoke({"messages": [("user", "deploy it")]}, config=config)
-    assert agent.invoke(Command(resume="yes"), config=config)["messages"][-1].content == "Deployed."
+    paused = run_with(mode, agent, {"messages": [("user", "deploy it")]}, config=config)
+    assert "__interrupt__" in paused
+    resumed = run_with(mode, agent, Command(resume="yes"), config=config)
+    assert resumed["messages"][-1].content == "Deployed."
 
     tree = Tree(telemetry.spans())
     runs = tree.named(AGENT_SPAN)
@@ -183,8 +189,9 @@ def test_interrupt_in_a_sub_graph_pauses_both_runs(
 
 
 @pytest.mark.parametrize("breakpoint", ["interrupt_before", "interrupt_after"])
+@pytest.mark.parametrize("mode", MODES)
 def test_static_breakpoint_is_paused_not_a_bail(
-    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, breakpoint: str
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler, breakpoint: str, mode: str
 ) -> None:
     """Regression: a run stopped at a static breakpoint on a tool-calling message counted as a
     ``tool_calls_with_no_text`` bail; LangGraph's ``on_interrupt`` says it paused."""
@@ -195,10 +202,11 @@ def test_static_breakpoint_is_paused_not_a_bail(
         checkpointer=InMemorySaver(),
         **{breakpoint: where},
     )
-    config = cfg(captured, configurable={"thread_id": f"bp-{breakpoint}"})
-    paused = agent.invoke({"messages": [("user", "1+2")]}, config=config)
+    config = cfg(captured, configurable={"thread_id": f"bp-{breakpoint}-{mode}"})
+    paused = run_with(mode, agent, {"messages": [("user", "1+2")]}, config=config)
     assert paused["messages"][-1].tool_calls  # stopped on the tool-calling turn
-    assert agent.invoke(None, config=config)["messages"][-1].content == "The sum is 3."
+    resumed = run_with(mode, agent, None, config=config)
+    assert resumed["messages"][-1].content == "The sum is 3."
 
     tree = Tree(telemetry.spans())
     runs = tree.named(AGENT_SPAN)
