@@ -34,9 +34,11 @@ __all__ = ["RunTree"]
 # released as they end, so only a pathological fan-out reaches this; past it, new child runs are
 # not tracked (their telemetry is skipped rather than memory growing).
 MAX_RUNS_PER_AGENT: Final = 10_000
-# Standalone model calls and spans waiting for their end, and runs of dropped agent runs
-# remembered (oldest dropped past this, each).
+# Standalone model calls and spans waiting for their end (oldest dropped past this).
 MAX_STANDALONE: Final = 10_000
+# Runs of dropped agent runs remembered, so their late steps start no runs (oldest forgotten):
+# the open steps of the latest few thousand runs ended or evicted.
+MAX_FORGOTTEN: Final = 4_096
 # How many of the oldest agent runs are checked against the core registry per agent start.
 PRUNE_BATCH: Final = 8
 
@@ -378,7 +380,7 @@ class RunTree:
     def _remember_locked(self, key: RunKey) -> None:
         self._forgotten[key] = None
         self._forgotten.move_to_end(key)
-        if len(self._forgotten) > MAX_STANDALONE:
+        if len(self._forgotten) > MAX_FORGOTTEN:
             self._forgotten.popitem(last=False)
 
     def _forget_locked(self, agent: AgentRun) -> list[Span]:
