@@ -13,15 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.output_parsers import (
     JsonOutputParser,
     PydanticOutputParser,
     StrOutputParser,
 )
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import BaseModel
@@ -245,6 +248,50 @@ def test_stream_of_sub_graphs_in_several_modes_streams_each_agents_calls(
         ("assistant", "found it in the archive")
     ]
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 2
+    assert telemetry.value(BAILS) == 0
+
+
+class StallingModel(ScriptedChatModel):
+    """Streams its first chunk, then goes quiet (a provider stalled mid-answer)."""
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            yield chunk
+            await asyncio.sleep(5)
+
+
+def test_astream_left_mid_model_stream_records_the_unfinished_call(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    """Regression: a model call cancelled mid-stream (the consumer left) had no span at all."""
+    agent = react_agent(StallingModel([ANSWER]), [add])
+
+    async def consume() -> str:
+        stream = agent.astream(
+            {"messages": [("user", "1+2?")]}, config=cfg(captured), stream_mode="messages"
+        )
+        async with contextlib.aclosing(stream):
+            async for message, _ in stream:
+                return str(message.content)
+        return ""
+
+    assert asyncio.run(consume()) == ANSWER[:8]  # the first chunk only
+    tree = Tree(telemetry.spans())
+    root = tree.one(AGENT_SPAN)
+    (chat,) = tree.children(root)
+    a = attrs(chat)
+    assert chat.name == "chat scripted-chat" and a[semconv.STEP_UNFINISHED] is True
+    assert isinstance(a[TTFC], float) and a[TTFC] > 0
+    assert semconv.GEN_AI_OUTPUT_MESSAGES not in a
+    assert texts(chat) == [("user", "1+2?")]
+    assert attrs(root)[semconv.RUN_OUTCOME] == "cancelled"
+    assert telemetry.value(FIRST_CHUNK_METRIC) == 1
     assert telemetry.value(BAILS) == 0
 
 

@@ -13,6 +13,7 @@ import json
 import operator
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -44,6 +45,8 @@ from tests.langchain_support import (
     model_only_graph,
     question,
     react_agent,
+    slow,
+    tool_turn,
 )
 
 __all__ = ["captured", "noded"]  # the fixtures, imported for pytest
@@ -188,6 +191,62 @@ def test_async_send_fan_out_runs_concurrent_branches_apart(
     tree = Tree(telemetry.spans())
     (top,) = tree.roots()
     assert_branches_apart(tree, top, node_spans=False)
+    assert telemetry.value(BAILS) == 0
+
+
+def test_failing_fan_out_branch_errors_the_run_and_cancels_its_siblings(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    slow = ScriptedChatModel([tool_turn(), tool_turn()], latency_s=5.0)  # cancelled first
+    agent = react_agent(slow, [add])
+
+    async def worker(state: dict[str, str]) -> dict[str, list[str]]:
+        if state["topic"] == "bad":
+            await asyncio.sleep(0.05)  # the other branches wait on their model meanwhile
+            raise ValueError("bad topic")
+        result = await agent.ainvoke({"messages": [("user", state["topic"])]})
+        return {"answers": [result["messages"][-1].content]}
+
+    app = fan_out(worker)
+    with pytest.raises(ValueError):
+        asyncio.run(app.ainvoke({"topics": ["1+2", "bad", "3+4"], "answers": []}, cfg(captured)))
+
+    tree = Tree(telemetry.spans())
+    (top,) = tree.roots()
+    assert attrs(top)[semconv.RUN_OUTCOME] == "error"
+    assert attrs(top)[semconv.ERROR_TYPE] == "ValueError"
+    assert top.status.status_code is StatusCode.ERROR
+    branches = [s for s in tree.named(AGENT_SPAN) if s is not top]
+    assert len(branches) == 2 and all(tree.parent(s) is top for s in branches)
+    assert {attrs(s)[semconv.RUN_OUTCOME] for s in branches} == {"cancelled"}
+    # Regression: the branches' model calls, cancelled mid-call, vanished from the trace.
+    chats = tree.named("chat scripted-chat")
+    assert len(chats) == 2 and {tree.parent(c) for c in chats} == set(branches)
+    assert all(attrs(c)[semconv.STEP_UNFINISHED] is True for c in chats)
+    assert all(c.status.status_code is not StatusCode.ERROR for c in chats)
+    assert all(semconv.RESPONSE_EMPTY not in attrs(s) for s in branches)
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 2
+    assert telemetry.value(BAILS) == 0
+
+
+def test_run_timed_out_mid_tool_ends_the_tool_span_unfinished(
+    telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
+) -> None:
+    model = ScriptedChatModel([AIMessage("", tool_calls=[call("slow", {"seconds": 30})])])
+    agent = react_agent(model, [slow])
+
+    async def with_timeout() -> None:
+        await asyncio.wait_for(agent.ainvoke({"messages": [("user", "wait")]}, cfg(captured)), 0.2)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(with_timeout())
+    tree = Tree(telemetry.spans())
+    root = tree.one(AGENT_SPAN)
+    tool_span = tree.one("execute_tool slow")
+    assert tree.parent(tool_span) is root
+    assert attrs(tool_span)[semconv.STEP_UNFINISHED] is True
+    assert semconv.STEP_UNFINISHED not in attrs(tree.one("chat scripted-chat"))
+    assert attrs(root)[semconv.RUN_OUTCOME] == "cancelled"
     assert telemetry.value(BAILS) == 0
 
 

@@ -102,8 +102,10 @@ class LangChainCallbackHandler(_HandlerBase):
         self._core = handler
         self._failures = FailureLog()
         self._tree = RunTree(int(max_runs))
-        self._translate = Translator(handler, self._tree, self._failures, node_spans=node_spans)
         self._models = ModelCalls(handler, self._tree, self._failures)
+        self._translate = Translator(
+            handler, self._tree, self._failures, self._models.unfinished, node_spans=node_spans
+        )
         self._tools = ToolCalls(handler, self._tree, self._failures)
 
     @property

@@ -43,6 +43,8 @@ MAX_FORGOTTEN: Final = 4_096
 PRUNE_BATCH: Final = 8
 
 Placement = Literal["agent", "standalone", "skip"]
+# A closed agent run: the run, its open spans, its open sub-agent runs, its open model calls.
+Closed = tuple[AgentRun | None, list[Span], list[AgentRun], list[ChatCall]]
 
 
 class RunTree:
@@ -116,21 +118,23 @@ class RunTree:
             self._owner[key] = sub
             return sub, start, under
 
-    def close_agent(self, key: RunKey) -> tuple[AgentRun | None, list[Span], list[AgentRun]]:
+    def close_agent(self, key: RunKey) -> Closed:
         """Stop tracking agent run ``key`` (top-level or sub-agent): returns it, its spans still
-        open, and its sub-agent runs still open (innermost first) for the caller to end."""
+        open, its sub-agent runs still open (innermost first) and its model calls still open
+        (cancelled mid-call, a stream left early), for the caller to end."""
         with self._lock:
             agent = self._agents.pop(key, None)
             if agent is None:
                 owner = self._owner.get(key)
                 if owner is None or owner.key != key or owner.parent is None:
-                    return None, [], []
+                    return None, [], [], []
                 agent = owner
                 agent.parent.subagents.pop(key, None)  # type: ignore[union-attr]
                 agent.parent.members.discard(key)  # type: ignore[union-attr]
             left: list[AgentRun] = []
             self._open_subagents_locked(agent, left)
-            return agent, self._forget_locked(agent), left
+            calls: list[ChatCall] = []
+            return agent, self._forget_locked(agent, calls), left, calls
 
     def outside(self, key: RunKey, parent: RunKey) -> tuple[bool, Span | None]:
         """Whether chain ``key``'s parent belongs to no agent run here (a handler given to a
@@ -383,11 +387,12 @@ class RunTree:
         if len(self._forgotten) > MAX_FORGOTTEN:
             self._forgotten.popitem(last=False)
 
-    def _forget_locked(self, agent: AgentRun) -> list[Span]:
-        """Drop every trace of ``agent`` and its sub-agents; returns their open spans."""
+    def _forget_locked(self, agent: AgentRun, calls: list[ChatCall] | None = None) -> list[Span]:
+        """Drop every trace of ``agent`` and its sub-agents; returns their open spans (and
+        collects their open model calls into ``calls``, if given)."""
         spans: list[Span] = []
         for sub in list(agent.subagents.values()):
-            spans.extend(self._forget_locked(sub))
+            spans.extend(self._forget_locked(sub, calls))
         agent.subagents.clear()
         for member in agent.members:
             self._remember_locked(member)
@@ -396,6 +401,8 @@ class RunTree:
             call = self._chats.get(member)
             if call is not None and call.agent is agent:
                 del self._chats[member]
+                if calls is not None:
+                    calls.append(call)
         agent.members.clear()
         agent.enclosing.clear()
         agent.chains.clear()

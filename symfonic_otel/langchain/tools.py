@@ -167,6 +167,8 @@ class ToolCalls(Part):
                     output,
                     None,
                 )
+        if kind == "cancelled":  # cancelled mid-call: it never finished
+            attributes = {**(attributes or {}), semconv.STEP_UNFINISHED: True}
         self._core.end_tool(span, error_type=error_type, attributes=attributes)
 
     # --- retrievers ---------------------------------------------------------------------------
@@ -235,4 +237,6 @@ class ToolCalls(Part):
                         attributes,
                     )
                 )
+        if kind == "cancelled":
+            attributes[semconv.STEP_UNFINISHED] = True
         self._core.end_call(span, error_type=errors.error_type(error, kind), attributes=attributes)

@@ -11,7 +11,7 @@ once per kind and the run is still ended with what is known, so no run is left f
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -45,7 +45,7 @@ from symfonic_otel.langchain.extract import (
     tenant,
 )
 from symfonic_otel.langchain.runs import RunTree
-from symfonic_otel.langchain.state import AgentRun, ChainStart
+from symfonic_otel.langchain.state import AgentRun, ChainStart, ChatCall
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["Translator"]
@@ -130,11 +130,13 @@ class Translator(Part):
         core: OTelCallbackHandler,
         tree: RunTree,
         failures: FailureLog,
+        unfinished: Callable[[ChatCall], None],
         *,
         node_spans: bool = False,
     ) -> None:
         super().__init__(core, tree, failures)
         self._node_spans = node_spans
+        self._unfinished = unfinished
 
     @staticmethod
     def is_interrupt(error: object) -> bool:
@@ -190,11 +192,13 @@ class Translator(Part):
     def end_agent(
         self, key: RunKey, outputs: object, error: BaseException | None, inputs: object = None
     ) -> None:
-        agent, leftovers, subagents = self._tree.close_agent(key)
+        agent, leftovers, subagents, calls = self._tree.close_agent(key)
         if agent is None:
             self._end_untracked(key, error)
             return
         kind = errors.classify(error)
+        for call in calls:  # recorded while their runs are still open
+            self._read("unfinished_call", self._unfinished, call, None)
         self._end_spans(leftovers)  # children end before their parent
         for sub in subagents:
             self._end_lost(sub.run_id, error)
