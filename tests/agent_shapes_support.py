@@ -16,7 +16,7 @@ from opentelemetry.util.types import AttributeValue
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.langchain_support import internal_errors
+from tests.langchain_support import AGENT_SPAN, internal_errors
 
 RUNS = semconv.AGENT_RUNS.name
 BAILS = semconv.SILENT_BAILS.name
@@ -114,6 +114,15 @@ def assert_clean(telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler
     assert handler.internal_failures == {}, handler.internal_failures
     assert internal_errors(telemetry) == 0
     assert telemetry.unended_spans == []
+
+
+def assert_answered(telemetry: InMemoryTelemetry, root_name: str = AGENT_SPAN) -> None:
+    root = attrs(telemetry.span(root_name))
+    assert root[semconv.RUN_OUTCOME] == "completed"
+    assert root[semconv.RESPONSE_EMPTY] is False
+    assert semconv.RUN_PAUSED not in root
+    assert telemetry.value(BAILS) == 0
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == 1
 
 
 def assert_no_content(spans: Sequence[ReadableSpan]) -> None:
