@@ -65,9 +65,10 @@ class LangChainCallbackHandler(_HandlerBase):
     final message has no text is counted as a silent bail. ``node_spans=True`` adds an
     ``invoke_node`` span per LangGraph node. Attached to a model or a tool instead (its
     ``callbacks=``), or called without a graph, its calls are recorded as standalone spans under
-    the caller's current span. Pass ``handler=`` to share one ``OTelCallbackHandler`` (and its
-    open-run registry) with other agents; otherwise one is built from the providers and
-    ``handler_kwargs`` (``agent_name``, ``tenant_id``, ...).
+    the caller's current span; attached to a sub-graph only, that sub-graph is the agent run.
+    Pass ``handler=`` to share one ``OTelCallbackHandler`` (and its open-run registry) with
+    other agents; otherwise one is built from the providers and ``handler_kwargs``
+    (``agent_name``, ``tenant_id``, ...).
     """
 
     run_inline: bool = True
@@ -210,7 +211,8 @@ class LangChainCallbackHandler(_HandlerBase):
     # --- LangGraph lifecycle: a graph paused (``interrupt()``, static breakpoints) or resumed -
 
     def on_interrupt(self, event: Any) -> None:
-        """The graph run paused: it ends paused (no verdict, not a bail), whatever its state."""
+        """The graph run stopped on an interrupt: unless it had answered, it ends paused (no
+        verdict, not a bail), static breakpoints included."""
         try:
             run_id = event.run_id
         except Exception as exc:
