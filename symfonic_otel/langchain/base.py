@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
+from symfonic_otel import semconv
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain.runs import RunTree
 from symfonic_otel.logs import FailureLog
@@ -16,6 +17,7 @@ from symfonic_otel.logs import FailureLog
 __all__ = ["Part", "in_span"]
 
 T = TypeVar("T")
+_UNFINISHED: Final = {semconv.STEP_UNFINISHED: True}
 
 
 def in_span(span: Span | None) -> Context | None:
@@ -40,5 +42,6 @@ class Part:
             return default
 
     def _end_spans(self, spans: Iterable[Span]) -> None:
+        """End spans whose own end never came (their run ended, was evicted, or refused)."""
         for span in spans:
-            self._core.end_call(span)
+            self._core.end_call(span, attributes=_UNFINISHED)

@@ -20,7 +20,7 @@ and guards shared state with a lock that is never held while calling into the OT
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -42,12 +42,20 @@ __all__ = ["LangChainCallbackHandler"]
 
 _DEFAULT_MAX_AGENT_RUNS: Final = 10_000
 
+if TYPE_CHECKING:
+    _HandlerBase = BaseCallbackHandler
+else:
+    try:  # LangGraph (>= 1.2) sends its lifecycle callbacks (interrupt, resume) to these only
+        from langgraph.callbacks import GraphCallbackHandler as _HandlerBase
+    except Exception:
+        _HandlerBase = BaseCallbackHandler
+
 
 def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-class LangChainCallbackHandler(BaseCallbackHandler):
+class LangChainCallbackHandler(_HandlerBase):
     """Add to ``config={"callbacks": [...]}`` of a LangChain runnable or LangGraph graph.
 
     Translates LangChain callbacks into the core handler's events: the top-level run is the
@@ -57,9 +65,10 @@ class LangChainCallbackHandler(BaseCallbackHandler):
     final message has no text is counted as a silent bail. ``node_spans=True`` adds an
     ``invoke_node`` span per LangGraph node. Attached to a model or a tool instead (its
     ``callbacks=``), or called without a graph, its calls are recorded as standalone spans under
-    the caller's current span. Pass ``handler=`` to share one ``OTelCallbackHandler`` (and its
-    open-run registry) with other agents; otherwise one is built from the providers and
-    ``handler_kwargs`` (``agent_name``, ``tenant_id``, ...).
+    the caller's current span; attached to a sub-graph only, that sub-graph is the agent run.
+    Pass ``handler=`` to share one ``OTelCallbackHandler`` (and its open-run registry) with
+    other agents; otherwise one is built from the providers and ``handler_kwargs``
+    (``agent_name``, ``tenant_id``, ...).
     """
 
     run_inline: bool = True
@@ -94,8 +103,10 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         self._core = handler
         self._failures = FailureLog()
         self._tree = RunTree(int(max_runs))
-        self._translate = Translator(handler, self._tree, self._failures, node_spans=node_spans)
         self._models = ModelCalls(handler, self._tree, self._failures)
+        self._translate = Translator(
+            handler, self._tree, self._failures, self._models.unfinished, node_spans=node_spans
+        )
         self._tools = ToolCalls(handler, self._tree, self._failures)
 
     @property
@@ -169,6 +180,10 @@ class LangChainCallbackHandler(BaseCallbackHandler):
             name, meta = kwargs.get("name"), _mapping(metadata)
             if parent is None:
                 self._translate.start_agent(key, inputs, meta, name, serialized)
+                return
+            outside, under = self._tree.outside(key, parent)
+            if outside:  # the handler's own top: a run, under a standalone span if any
+                self._translate.start_agent(key, inputs, meta, name, serialized, under)
             else:
                 self._translate.start_chain(key, parent, inputs, meta, tags, name)
 
@@ -178,7 +193,8 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
         end = self._translate.end_agent if parent_run_id is None else self._translate.end_chain
-        self._guarded("on_chain_end", run_id, lambda key: end(key, outputs, None))
+        inputs = kwargs.get("inputs")  # a streamed run's input, known only now
+        self._guarded("on_chain_end", run_id, lambda key: end(key, outputs, None, inputs))
 
     def on_chain_error(
         self,
@@ -189,7 +205,23 @@ class LangChainCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         end = self._translate.end_agent if parent_run_id is None else self._translate.end_chain
-        self._guarded("on_chain_error", run_id, lambda key: end(key, None, error))
+        inputs = kwargs.get("inputs")
+        self._guarded("on_chain_error", run_id, lambda key: end(key, None, error, inputs))
+
+    # --- LangGraph lifecycle: a graph paused (``interrupt()``, static breakpoints) or resumed -
+
+    def on_interrupt(self, event: Any) -> None:
+        """The graph run stopped on an interrupt: unless it had answered, it ends paused (no
+        verdict, not a bail), static breakpoints included."""
+        try:
+            run_id = event.run_id
+        except Exception as exc:
+            self._failures.report("langchain.on_interrupt", exc)
+            return
+        self._guarded("on_interrupt", run_id, self._tree.pause)
+
+    def on_resume(self, event: Any) -> None:
+        """A resumed graph is an ordinary run (its input the resume value): nothing to add."""
 
     # --- model calls --------------------------------------------------------------------------
 

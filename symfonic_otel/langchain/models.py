@@ -154,11 +154,30 @@ class ModelCalls(Part):
         call = self._tree.end_call(key, output.shape)
         if call is None:
             return
-        agent = call.agent
-        attributes = call.attributes
         if kind == "ok":
             empty: dict[str, AttributeValue] = {}
-            attributes.update(self._read("llm_response", self._response, (response, output), empty))
+            found = self._read("llm_response", self._response, (response, output), empty)
+            call.attributes.update(found)
+        elif kind == "cancelled":  # cancelled mid-call: it never finished
+            call.attributes[semconv.STEP_UNFINISHED] = True
+        self._record(call, output, error, kind, ended_ns)
+
+    def unfinished(self, call: ChatCall) -> None:
+        """A call still open when its run ended (cancelled mid-call, a stream left early, its
+        end callback never sent): recorded as it stands, ``symfonic.step.unfinished``."""
+        call.attributes[semconv.STEP_UNFINISHED] = True
+        self._record(call, EMPTY_LLM_OUTPUT, None, "cancelled", time.time_ns())
+
+    def _record(
+        self,
+        call: ChatCall,
+        output: LLMOutput,
+        error: BaseException | None,
+        kind: errors.ErrorKind,
+        ended_ns: int,
+    ) -> None:
+        agent = call.agent
+        attributes = call.attributes
         first_chunk_s: float | None = None
         if call.first_chunk_ns is not None:
             attributes[semconv.GEN_AI_REQUEST_STREAM] = True

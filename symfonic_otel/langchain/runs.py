@@ -1,6 +1,7 @@
 """The adapter's run-tree state: which agent run each LangChain run belongs to.
 
-The top-level run (no ``parent_run_id``) is an agent run; every other run is mapped to it
+The top-level run (no ``parent_run_id``, or a chain whose parent the adapter never saw: a handler
+given to a sub-graph only) is an agent run; every other run is mapped to it
 through ``parent_run_id`` alone. Ambient context is never used to find a run, so async tasks,
 streaming, ``batch`` and thread pools cannot cross-wire two runs. A graph invoked inside the run
 (a sub-graph as a node, or called from a node or a tool) becomes an agent run of its own, nested
@@ -10,8 +11,9 @@ the graph, or a bare ``model.invoke``) is *standalone*: it remembers the context
 start callback and is recorded as a call of its own.
 
 All state is bounded: agent runs by count (oldest evicted), child runs per agent, standalone
-calls and spans by count. One lock guards it; it is never held while calling into the OTel SDK
-(methods that drop state return the open spans for the caller to end outside the lock).
+calls and spans, and the remembered runs of dropped agent runs, by count. One lock guards it;
+it is never held while calling into the OTel SDK (methods that drop state return the open spans
+for the caller to end outside the lock).
 """
 
 from __future__ import annotations
@@ -34,10 +36,15 @@ __all__ = ["RunTree"]
 MAX_RUNS_PER_AGENT: Final = 10_000
 # Standalone model calls and spans waiting for their end (oldest dropped past this).
 MAX_STANDALONE: Final = 10_000
+# Runs of dropped agent runs remembered, so their late steps start no runs (oldest forgotten):
+# the open steps of the latest few thousand runs ended or evicted.
+MAX_FORGOTTEN: Final = 4_096
 # How many of the oldest agent runs are checked against the core registry per agent start.
 PRUNE_BATCH: Final = 8
 
 Placement = Literal["agent", "standalone", "skip"]
+# A closed agent run: the run, its open spans, its open sub-agent runs, its open model calls.
+Closed = tuple[AgentRun | None, list[Span], list[AgentRun], list[ChatCall]]
 
 
 class RunTree:
@@ -51,6 +58,7 @@ class RunTree:
         self._chats: dict[RunKey, ChatCall] = {}
         self._loose_chats: OrderedDict[RunKey, ChatCall] = OrderedDict()
         self._loose_spans: OrderedDict[RunKey, Span | None] = OrderedDict()
+        self._forgotten: OrderedDict[RunKey, None] = OrderedDict()  # runs of dropped agents
 
     @property
     def agent_count(self) -> int:
@@ -110,21 +118,46 @@ class RunTree:
             self._owner[key] = sub
             return sub, start, under
 
-    def close_agent(self, key: RunKey) -> tuple[AgentRun | None, list[Span], list[AgentRun]]:
+    def close_agent(self, key: RunKey) -> Closed:
         """Stop tracking agent run ``key`` (top-level or sub-agent): returns it, its spans still
-        open, and its sub-agent runs still open (innermost first) for the caller to end."""
+        open, its sub-agent runs still open (innermost first) and its model calls still open
+        (cancelled mid-call, a stream left early), for the caller to end."""
         with self._lock:
             agent = self._agents.pop(key, None)
             if agent is None:
                 owner = self._owner.get(key)
                 if owner is None or owner.key != key or owner.parent is None:
-                    return None, [], []
+                    return None, [], [], []
                 agent = owner
                 agent.parent.subagents.pop(key, None)  # type: ignore[union-attr]
                 agent.parent.members.discard(key)  # type: ignore[union-attr]
             left: list[AgentRun] = []
             self._open_subagents_locked(agent, left)
-            return agent, self._forget_locked(agent), left
+            calls: list[ChatCall] = []
+            return agent, self._forget_locked(agent, calls), left, calls
+
+    def outside(self, key: RunKey, parent: RunKey) -> tuple[bool, Span | None]:
+        """Whether chain ``key``'s parent belongs to no agent run here (a handler given to a
+        sub-graph or a tool only sees runs from there down), and its standalone span, if any.
+
+        A parent of a run dropped here (ended, evicted) is not outside: its late children are
+        remembered with it, so a run cut short never turns into a swarm of new runs.
+        """
+        with self._lock:
+            if parent in self._owner:
+                return False, None
+            if parent in self._forgotten:
+                self._remember_locked(key)
+                return False, None
+            return True, self._loose_spans.get(parent)
+
+    def pause(self, key: RunKey) -> None:
+        """Graph run ``key`` stopped on an interrupt (LangGraph's ``on_interrupt``, static
+        breakpoints included); its end decides whether it paused (see ``Translator``)."""
+        with self._lock:
+            agent = self._owner.get(key)
+            if agent is not None:
+                agent.at_breakpoint = True
 
     def is_agent(self, key: RunKey) -> bool:
         with self._lock:
@@ -348,18 +381,28 @@ class RunTree:
             self._open_subagents_locked(sub, into)
             into.append(sub)
 
-    def _forget_locked(self, agent: AgentRun) -> list[Span]:
-        """Drop every trace of ``agent`` and its sub-agents; returns their open spans."""
+    def _remember_locked(self, key: RunKey) -> None:
+        self._forgotten[key] = None
+        self._forgotten.move_to_end(key)
+        if len(self._forgotten) > MAX_FORGOTTEN:
+            self._forgotten.popitem(last=False)
+
+    def _forget_locked(self, agent: AgentRun, calls: list[ChatCall] | None = None) -> list[Span]:
+        """Drop every trace of ``agent`` and its sub-agents; returns their open spans (and
+        collects their open model calls into ``calls``, if given)."""
         spans: list[Span] = []
         for sub in list(agent.subagents.values()):
-            spans.extend(self._forget_locked(sub))
+            spans.extend(self._forget_locked(sub, calls))
         agent.subagents.clear()
         for member in agent.members:
+            self._remember_locked(member)
             if self._owner.get(member) is agent:
                 del self._owner[member]
             call = self._chats.get(member)
             if call is not None and call.agent is agent:
                 del self._chats[member]
+                if calls is not None:
+                    calls.append(call)
         agent.members.clear()
         agent.enclosing.clear()
         agent.chains.clear()

@@ -43,6 +43,7 @@ class AgentRun:
     chat_calls: int = 0
     last_ai: AIShape | None = None
     interrupted: bool = False
+    at_breakpoint: bool = False  # LangGraph's on_interrupt: maybe a static breakpoint
     announced: bool = False  # the core has seen its AgentStart
 
 

@@ -65,6 +65,16 @@ def _arguments(inputs: object, input_str: object) -> tuple[str, bool]:
 def _result(output: object) -> tuple[str, bool]:
     if getattr(output, "type", None) == "tool":  # a ToolMessage: its content is the result
         output = getattr(output, "content", None)
+    else:  # a LangGraph ``Command``: its tool messages are the result, else its state update
+        update = getattr(output, "update", None)
+        if isinstance(update, Mapping):
+            found = update.get("messages")
+            replies = [
+                getattr(m, "content", None)
+                for m in (found[:64] if isinstance(found, list | tuple) else ())
+                if getattr(m, "type", None) == "tool"
+            ]
+            output = replies[0] if len(replies) == 1 else replies or dict(update)
     return messages.value_json(output)
 
 
@@ -157,6 +167,8 @@ class ToolCalls(Part):
                     output,
                     None,
                 )
+        if kind == "cancelled":  # cancelled mid-call: it never finished
+            attributes = {**(attributes or {}), semconv.STEP_UNFINISHED: True}
         self._core.end_tool(span, error_type=error_type, attributes=attributes)
 
     # --- retrievers ---------------------------------------------------------------------------
@@ -225,4 +237,6 @@ class ToolCalls(Part):
                         attributes,
                     )
                 )
+        if kind == "cancelled":
+            attributes[semconv.STEP_UNFINISHED] = True
         self._core.end_call(span, error_type=errors.error_type(error, kind), attributes=attributes)

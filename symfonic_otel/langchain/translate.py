@@ -11,15 +11,18 @@ once per kind and the run is still ended with what is known, so no run is left f
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.content import messages_json
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -34,6 +37,7 @@ from symfonic_otel.langchain.base import Part, in_span
 from symfonic_otel.langchain.extract import (
     UNKNOWN_OUTPUT,
     AIShape,
+    FinalOutput,
     RunKey,
     final_output,
     query,
@@ -41,7 +45,7 @@ from symfonic_otel.langchain.extract import (
     tenant,
 )
 from symfonic_otel.langchain.runs import RunTree
-from symfonic_otel.langchain.state import AgentRun, ChainStart
+from symfonic_otel.langchain.state import AgentRun, ChainStart, ChatCall
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["Translator"]
@@ -62,6 +66,58 @@ class _UntrackedEnd:
     error_type: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Paused:
+    """The core's InterruptEvent for a run LangGraph paused with ``interrupt()`` (no name:
+    LangGraph's interrupts have none)."""
+
+    run_id: str
+    name: str = ""
+
+
+def _answer_of(outputs: object) -> object:
+    """What a run's answer is judged on: a state that ends on the user's own message is judged
+    on its other keys when they hold something (a node wrote its structured answer there)."""
+    if not isinstance(outputs, Mapping):
+        return outputs
+    messages = outputs.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return outputs
+    last = messages[-1]
+    if not isinstance(last, BaseMessage) or last.type != "human":
+        return outputs
+    rest = {key: _plain(value) for key, value in outputs.items() if key != "messages"}
+    return rest if final_output(rest, render=False).answered else outputs
+
+
+def _plain(value: object) -> object:
+    """A Pydantic answer as plain data, so it renders as JSON inside the state."""
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) and not isinstance(value, type) else value
+
+
+def _resumed_with(inputs: object) -> object:
+    """The value a ``Command(resume=...)`` input resumes with (the user's reply), else None."""
+    command = _command_type()
+    return getattr(inputs, "resume", None) if command and isinstance(inputs, command) else None
+
+
+@cache
+def _command_type() -> type | None:
+    """LangGraph's ``Command``, imported on first use (plain LangChain has no LangGraph)."""
+    try:
+        from langgraph.types import Command
+    except Exception:
+        return None
+    return Command
+
+
+def _mid_loop(final: FinalOutput) -> bool:
+    """A run stopped at a breakpoint is paused unless it had answered: LangGraph also reports
+    an ``interrupt_after`` on the node that gave the final answer."""
+    return not final.answered or (final.ai is not None and final.ai.tool_call_count > 0)
+
+
 def _bail_reason(shape: AIShape) -> TerminationReason:
     return "tool_calls_with_no_text" if shape.tool_call_count else "no_content_no_tool_calls"
 
@@ -74,11 +130,13 @@ class Translator(Part):
         core: OTelCallbackHandler,
         tree: RunTree,
         failures: FailureLog,
+        unfinished: Callable[[ChatCall], None],
         *,
         node_spans: bool = False,
     ) -> None:
         super().__init__(core, tree, failures)
         self._node_spans = node_spans
+        self._unfinished = unfinished
 
     @staticmethod
     def is_interrupt(error: object) -> bool:
@@ -87,7 +145,13 @@ class Translator(Part):
     # --- agent runs ---------------------------------------------------------------------------
 
     def start_agent(
-        self, key: RunKey, inputs: object, metadata: Mapping[str, Any], name: object, ser: object
+        self,
+        key: RunKey,
+        inputs: object,
+        metadata: Mapping[str, Any],
+        name: object,
+        ser: object,
+        under: Span | None = None,
     ) -> None:
         agent = AgentRun(key=key, run_id=run_id_text(key), started_monotonic=time.monotonic())
         added, evicted = self._tree.open_agent(agent)
@@ -99,6 +163,7 @@ class Translator(Part):
         self._core.agent_start(
             AgentStartEvent(query=self._query(inputs), run_id=agent.run_id),
             tenant_id=self._read("run_metadata", tenant, metadata, None),
+            parent=in_span(under),
             attributes=attributes,
         )
         agent.announced = True
@@ -111,7 +176,7 @@ class Translator(Part):
         """The run's input as captured text (only computed with capture on)."""
         if not self._core.capture_content:
             return ""
-        return self._read("query", query, inputs, "")
+        return self._read("query", lambda i: query(_resumed_with(i) or i), inputs, "")
 
     def _run_attributes(
         self, metadata: Mapping[str, Any], name: str | None
@@ -124,12 +189,16 @@ class Translator(Part):
             attributes[semconv.GEN_AI_AGENT_NAME] = name
         return attributes
 
-    def end_agent(self, key: RunKey, outputs: object, error: BaseException | None) -> None:
-        agent, leftovers, subagents = self._tree.close_agent(key)
+    def end_agent(
+        self, key: RunKey, outputs: object, error: BaseException | None, inputs: object = None
+    ) -> None:
+        agent, leftovers, subagents, calls = self._tree.close_agent(key)
         if agent is None:
             self._end_untracked(key, error)
             return
         kind = errors.classify(error)
+        for call in calls:  # recorded while their runs are still open
+            self._read("unfinished_call", self._unfinished, call, None)
         self._end_spans(leftovers)  # children end before their parent
         for sub in subagents:
             self._end_lost(sub.run_id, error)
@@ -139,10 +208,12 @@ class Translator(Part):
         if kind == "ok" and not agent.interrupted:
             final = self._read(
                 "run_output",
-                lambda out: final_output(out, render=self._core.capture_content),
+                lambda out: final_output(_answer_of(out), render=self._core.capture_content),
                 outputs,
                 UNKNOWN_OUTPUT,
             )
+            if agent.at_breakpoint and _mid_loop(final):
+                agent.interrupted, final = True, UNKNOWN_OUTPUT
         stop = errors.exit_reason(kind)
         if stop is None and agent.interrupted:
             stop = errors.STOP_INTERRUPTED
@@ -151,6 +222,9 @@ class Translator(Part):
             stop = last.stop_reason if last is not None else None
         if agent.parent is not None and (kind == "interrupt" or agent.interrupted):
             agent.parent.interrupted = True
+        if kind == "interrupt" or (kind == "ok" and agent.interrupted):
+            # Waiting for ``Command(resume=...)``: paused, neither an answer nor a bail.
+            self._core.interrupt(_Paused(agent.run_id))
 
         bail = final.bail
         if kind == "recursion":
@@ -171,7 +245,19 @@ class Translator(Part):
             ),
             error_type=error_type,
             answered=final.answered if outcome == "completed" else None,
+            attributes=self._late_input(inputs),
         )
+
+    def _late_input(self, inputs: object) -> dict[str, AttributeValue] | None:
+        """A streamed run's input, known only at its end (its start saw ``{"input": ""}``)."""
+        text = self._query(inputs) if inputs is not None else ""
+        if not text:
+            return None
+        payload, truncated = messages_json("user", text)
+        attributes: dict[str, AttributeValue] = {semconv.GEN_AI_INPUT_MESSAGES: payload}
+        if truncated:
+            attributes[semconv.CONTENT_TRUNCATED] = True
+        return attributes
 
     def _report_bail(
         self, agent: AgentRun, shape: AIShape | None, reason: TerminationReason
@@ -278,9 +364,11 @@ class Translator(Part):
         if not self._tree.attach_span(key, claim, span) and span is not None:
             self._core.end_call(span)
 
-    def end_chain(self, key: RunKey, outputs: object, error: BaseException | None) -> None:
+    def end_chain(
+        self, key: RunKey, outputs: object, error: BaseException | None, inputs: object = None
+    ) -> None:
         if self._tree.is_agent(key):
-            self.end_agent(key, outputs, error)
+            self.end_agent(key, outputs, error, inputs)
             return
         kind = errors.classify(error)
         span = self._tree.release(key, interrupted=kind == "interrupt")
