@@ -73,7 +73,7 @@ class SpanEmitter:
             semconv.RUN_ID: run_id,
         }
         name = self._agent_span_name
-        if self.capture_content:
+        if self.capture_content and query and not query.isspace():  # no input, no message
             _capture(attributes, semconv.GEN_AI_INPUT_MESSAGES, "user", query)
         if extra:
             agent = extra.get(semconv.GEN_AI_AGENT_NAME)

@@ -214,6 +214,9 @@ def test_static_breakpoint_is_paused_not_a_bail(
     assert_paused_then_completed(telemetry, runs)
     assert semconv.REACT_TERMINATION_REASON not in attrs(runs[0])
     assert [s.name for s in tree.children(runs[1])] == ["execute_tool add", "chat scripted-chat"]
+    # The resume is invoked with no input: no empty user message is made up for it.
+    assert "1+2" in str(attrs(runs[0])[semconv.GEN_AI_INPUT_MESSAGES])
+    assert semconv.GEN_AI_INPUT_MESSAGES not in attrs(runs[1])
 
 
 def test_interrupt_under_the_instrumentor_is_paused_without_callback_errors(
