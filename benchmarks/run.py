@@ -5,6 +5,7 @@
     python benchmarks/run.py --react    # only the ReAct turn (LangChain path), repeatable
     python benchmarks/run.py --langgraph  # only the LangGraph prebuilt agent's turn
     python benchmarks/run.py --profile  # cProfile of the hot paths instead of the benchmark
+    python benchmarks/run.py --split    # the ReAct turn: spans and our Python vs metric work
 
 The reference is the *SDK minimum* (``minimum.py``): a subject that makes exactly our telemetry
 (the same spans with the same attributes, the same histogram records and counter adds with the
@@ -35,13 +36,14 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from minimum import Plan, Replay, discover
+from langchain_core.callbacks import BaseCallbackHandler
+from minimum import Plan, Replay, SdkMinimum, discover
 from workloads import (
     BASELINE,
     MINIMUM,
@@ -164,6 +166,53 @@ def _spans_per_turn(subject: Subject, build: Any, payload: Any, mode: str) -> in
     return len(exporter.get_finished_spans())
 
 
+def _slices(
+    subjects: list[Subject],
+    runnables: dict[str, Any],
+    payload: Any,
+    mode: str,
+    loop: asyncio.AbstractEventLoop,
+) -> dict[str, Slice]:
+    """One slice function per subject: ``n`` turns of its own runnable, sync or async."""
+    slices: dict[str, Slice] = {}
+    for subject in subjects:
+        runnable = runnables[subject.name]
+        config = {"callbacks": subject.callbacks}
+        if mode == "invoke":
+
+            def run_sync(n: int, r: Any = runnable, c: Any = config, p: Any = payload) -> None:
+                for _ in range(n):
+                    r.invoke(p, config=c)
+
+            slices[subject.name] = run_sync
+        else:
+
+            async def many(n: int, r: Any, c: Any, p: Any) -> None:
+                for _ in range(n):
+                    await r.ainvoke(p, config=c)
+
+            def run_async(n: int, r: Any = runnable, c: Any = config, p: Any = payload) -> None:
+                loop.run_until_complete(many(n, r, c, p))
+
+            slices[subject.name] = run_async
+    return slices
+
+
+def _measure(
+    subjects: list[Subject],
+    build: Any,
+    payload: Any,
+    mode: str,
+    loop: asyncio.AbstractEventLoop,
+    rounds: int,
+    per_slice: int,
+) -> dict[str, Timing]:
+    runnables = {s.name: build(CyclingChatModel()) for s in subjects}
+    slices = _slices(subjects, runnables, payload, mode, loop)
+    collects = {s.name: s.sdk.collect for s in subjects}
+    return interleave(slices, collects, rounds=rounds, per_slice=per_slice)
+
+
 def langchain_path(
     rounds: int,
     per_slice: int,
@@ -177,35 +226,8 @@ def langchain_path(
         plan = minimum_plan(build, payload)
         print(f"{workload}: our telemetry per turn, replayed by the SDK minimum: {plan.describe()}")
         subjects = langchain_subjects(plan)
-        runnables = {s.name: build(CyclingChatModel()) for s in subjects}
         for mode in ("invoke", "ainvoke"):
-            slices: dict[str, Slice] = {}
-            for subject in subjects:
-                runnable = runnables[subject.name]
-                config = {"callbacks": subject.callbacks}
-                if mode == "invoke":
-
-                    def run_sync(
-                        n: int, r: Any = runnable, c: Any = config, p: Any = payload
-                    ) -> None:
-                        for _ in range(n):
-                            r.invoke(p, config=c)
-
-                    slices[subject.name] = run_sync
-                else:
-
-                    async def many(n: int, r: Any, c: Any, p: Any) -> None:
-                        for _ in range(n):
-                            await r.ainvoke(p, config=c)
-
-                    def run_async(
-                        n: int, r: Any = runnable, c: Any = config, p: Any = payload
-                    ) -> None:
-                        loop.run_until_complete(many(n, r, c, p))
-
-                    slices[subject.name] = run_async
-            collects = {s.name: s.sdk.collect for s in subjects}
-            timings = interleave(slices, collects, rounds=rounds, per_slice=per_slice)
+            timings = _measure(subjects, build, payload, mode, loop, rounds, per_slice)
             minimum = sum(added(timings, MINIMUM, BASELINE)[:2])
             peer = None
             if OPENLLMETRY in timings:
@@ -240,6 +262,70 @@ def langchain_path(
         for subject in subjects:
             subject.sdk.shutdown()
     return rows
+
+
+# --- 1b. where the LangChain path's cost goes: spans vs metric work ---------------------------
+
+MINIMUM_SPANS = "SDK minimum, spans only"
+OURS_NO_METER = "LangChainCallbackHandler, no-op meter"
+
+
+def _ours_without_meter(sdk: Sdk) -> list[BaseCallbackHandler]:
+    """Our handler with the real tracer and a no-op meter: all of our Python runs (metric
+    bookkeeping included), only the SDK's metric work is gone."""
+    from opentelemetry.metrics import NoOpMeterProvider
+
+    from symfonic_otel import LangChainCallbackHandler
+
+    return [
+        LangChainCallbackHandler(
+            tracer_provider=sdk.tracer_provider,
+            meter_provider=NoOpMeterProvider(),
+            capture_content=False,
+        )
+    ]
+
+
+def split_path(rounds: int, per_slice: int, loop: asyncio.AbstractEventLoop) -> list[str]:
+    """The ReAct turn measured twice over: the full telemetry, and the spans alone (the SDK
+    minimum's plan without its measurements, our handler on a no-op meter). The difference of
+    the two is each subject's metric work; what our spans-only row costs above the minimum's
+    is our own Python."""
+    workload = "ReAct turn (RunnableLambda)"
+    build, payload = WORKLOADS[workload]
+    plan = minimum_plan(build, payload)
+    spans_plan = replace(plan, steps=tuple(replace(step, records=()) for step in plan.steps))
+    subjects = []
+    for subject in langchain_subjects(plan):
+        if subject.name in (BASELINE, MINIMUM, OURS):
+            subjects.append(subject)
+        else:
+            subject.sdk.shutdown()
+    subjects += [
+        Subject(
+            MINIMUM_SPANS,
+            lambda sdk: [SdkMinimum(sdk.tracer_provider, sdk.meter_provider, spans_plan)],
+        ).build(),
+        Subject(OURS_NO_METER, _ours_without_meter).build(),
+    ]
+    lines = [f"{workload}, CPU µs per turn above the baseline (deferred work included):"]
+    for mode in ("invoke", "ainvoke"):
+        timings = _measure(subjects, build, payload, mode, loop, rounds, per_slice)
+        cost = {s.name: sum(added(timings, s.name, BASELINE)[:2]) for s in subjects[1:]}
+        spans_min, spans_ours = cost[MINIMUM_SPANS], cost[OURS_NO_METER]
+        metrics_min, metrics_ours = cost[MINIMUM] - spans_min, cost[OURS] - spans_ours
+        lines.append(
+            f"  {mode}: all: minimum {cost[MINIMUM]:,.0f}, ours {cost[OURS]:,.0f} "
+            f"({_fmt(_ratio(cost[OURS], cost[MINIMUM]))}); spans and our Python: minimum "
+            f"{spans_min:,.0f}, ours {spans_ours:,.0f} ({_fmt(_ratio(spans_ours, spans_min))}); "
+            f"metric work: minimum {metrics_min:,.0f}, ours {metrics_ours:,.0f} "
+            f"({_fmt(_ratio(metrics_ours, metrics_min))}); our Python above the SDK: "
+            f"{spans_ours - spans_min:,.0f}; for 1.15x it must be under "
+            f"{1.15 * cost[MINIMUM] - metrics_ours - spans_min:,.0f}"
+        )
+    for subject in subjects:
+        subject.sdk.shutdown()
+    return lines
 
 
 # --- 2. events path ---------------------------------------------------------------------------
@@ -668,6 +754,11 @@ def main(argv: list[str] | None = None) -> int:
         help="peers with their default content capture (on) instead of off like ours",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the hot paths")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="the ReAct turn split into spans (and our Python) and metric work",
+    )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     random.seed(args.seed)
@@ -679,6 +770,12 @@ def main(argv: list[str] | None = None) -> int:
     per_slice = args.per_slice
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    if args.split:
+        for _ in range(max(args.repeat, 1)):
+            for line in split_path(rounds, per_slice, loop):
+                print(line)
+        loop.close()
+        return 0
     capture = "ours off, peers on (their default)" if args.peer_defaults else "off everywhere"
     print(f"SDK setup for every subject: {SETUP_DESCRIPTION}; content capture {capture}")
     print(
