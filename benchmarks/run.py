@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from langchain_core.callbacks import BaseCallbackHandler
 from minimum import Plan, Replay, SdkMinimum, discover
+from opentelemetry.metrics import NoOpMeter, NoOpMeterProvider
 from workloads import (
     BASELINE,
     MINIMUM,
@@ -71,6 +72,7 @@ from symfonic_otel.events import (
     LLMEndEvent,
     ReactLoopEndEvent,
 )
+from symfonic_otel.recorder import recorder_for
 
 Slice = Callable[[int], None]
 
@@ -270,17 +272,39 @@ MINIMUM_SPANS = "SDK minimum, spans only"
 OURS_NO_METER = "LangChainCallbackHandler, no-op meter"
 
 
+class _NoOpMeters(NoOpMeterProvider):
+    """One no-op meter for every caller; its collection drains our handler's queue (as the
+    SDK's would), so queued values are applied, not left to pile up to the queue's cap."""
+
+    def __init__(self) -> None:
+        self._meter = NoOpMeter("benchmark")
+
+    def get_meter(self, name: str, *args: Any, **kwargs: Any) -> NoOpMeter:
+        return self._meter
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        recorder_for(self._meter).collect()
+        return True
+
+    def shutdown(self) -> None:
+        self.force_flush()
+
+
+def _no_meter_sdk() -> Sdk:
+    sdk = Sdk.realistic()
+    sdk.meter_provider.shutdown()
+    return Sdk(sdk.tracer_provider, _NoOpMeters())  # type: ignore[arg-type]
+
+
 def _ours_without_meter(sdk: Sdk) -> list[BaseCallbackHandler]:
     """Our handler with the real tracer and a no-op meter: all of our Python runs (metric
     bookkeeping included), only the SDK's metric work is gone."""
-    from opentelemetry.metrics import NoOpMeterProvider
-
     from symfonic_otel import LangChainCallbackHandler
 
     return [
         LangChainCallbackHandler(
             tracer_provider=sdk.tracer_provider,
-            meter_provider=NoOpMeterProvider(),
+            meter_provider=sdk.meter_provider,
             capture_content=False,
         )
     ]
@@ -306,7 +330,7 @@ def split_path(rounds: int, per_slice: int, loop: asyncio.AbstractEventLoop) -> 
             MINIMUM_SPANS,
             lambda sdk: [SdkMinimum(sdk.tracer_provider, sdk.meter_provider, spans_plan)],
         ).build(),
-        Subject(OURS_NO_METER, _ours_without_meter).build(),
+        Subject(OURS_NO_METER, _ours_without_meter, _no_meter_sdk()).build(),
     ]
     lines = [f"{workload}, CPU µs per turn above the baseline (deferred work included):"]
     for mode in ("invoke", "ainvoke"):
