@@ -48,9 +48,10 @@ _ROLES: Final = {
     "function": "tool",
 }
 _REASONING_BLOCKS: Final = frozenset({"thinking", "reasoning"})
-# Content blocks recorded through another field (tool calls) or carrying no text to keep.
+# Content blocks recorded through another field (tool calls: Anthropic's ``tool_use``, OpenAI
+# Responses' ``function_call``, LangChain's own) or carrying no text to keep.
 _SKIPPED_BLOCKS: Final = frozenset(
-    {"tool_use", "tool_call", "tool_call_chunk", "redacted_thinking"}
+    {"tool_use", "tool_call", "tool_call_chunk", "function_call", "redacted_thinking"}
 )
 
 
@@ -171,11 +172,37 @@ def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
             text = block.get("text")
             parts.append({"type": "text", "content": budget.text(str(text or ""))})
         elif kind in _REASONING_BLOCKS:
-            text = block.get(kind) or block.get("text") or ""
-            parts.append({"type": "reasoning", "content": budget.text(str(text))})
+            parts.extend(
+                {"type": "reasoning", "content": budget.text(text)}
+                for text in _reasoning_texts(block, kind)
+            )
         elif kind not in _SKIPPED_BLOCKS:
             parts.append({"type": kind[:64] or "unknown"})
     return parts
+
+
+def _reasoning_texts(block: Mapping[str, Any], kind: str) -> list[str]:
+    """The text of a reasoning block: Anthropic's ``thinking``, LangChain's ``reasoning``, or
+    OpenAI Responses' ``summary`` parts (none when the reasoning is only encrypted)."""
+    text = block.get(kind) or block.get("text")
+    if text:
+        return [str(text)]
+    summary = block.get("summary")
+    if isinstance(summary, list) and kind == "reasoning":
+        return [
+            item["text"]
+            for item in summary[:_MAX_ITEMS]
+            if isinstance(item, Mapping) and isinstance(item.get("text"), str)
+        ]
+    return [""]
+
+
+def _reasoning_kwarg(message: object) -> str | None:
+    """Reasoning an adapter keeps beside the content (``additional_kwargs.reasoning_content``:
+    langchain-ollama, langchain-deepseek and other OpenAI-compatible adapters)."""
+    extra = _field(message, "additional_kwargs")
+    text = extra.get("reasoning_content") if isinstance(extra, Mapping) else None
+    return text if isinstance(text, str) and text else None
 
 
 def _tool_calls(message: object, budget: Budget) -> list[dict[str, Any]]:
@@ -206,6 +233,9 @@ def message_dict(message: object, budget: Budget) -> dict[str, Any]:
         return {"role": role, "parts": [part]}
     parts = _parts(_content(message), budget)
     if role == "assistant":
+        reasoning = _reasoning_kwarg(message)
+        if reasoning is not None and not any(p["type"] == "reasoning" for p in parts):
+            parts.insert(0, {"type": "reasoning", "content": budget.text(reasoning)})
         parts.extend(_tool_calls(message, budget))
     return {"role": role, "parts": parts}
 
