@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from symfonic_otel import content_blocks as blocks
 from symfonic_otel.content import MAX_CONTENT_CHARS, truncate
 
 __all__ = [
@@ -53,14 +54,16 @@ _REASONING_BLOCKS: Final = frozenset({"thinking", "reasoning"})
 _SKIPPED_BLOCKS: Final = frozenset(
     {"tool_use", "tool_call", "tool_call_chunk", "function_call", "redacted_thinking"}
 )
+_SERVER_RESULT_CHARS: Final = 1024
 
 
 class Budget:
     """Characters of text one attribute may still take; remembers whether anything was cut."""
 
-    __slots__ = ("remaining", "truncated")
+    __slots__ = ("remaining", "total", "truncated")
 
     def __init__(self, total: int = MAX_ATTRIBUTE_CHARS) -> None:
+        self.total = total
         self.remaining = total
         self.truncated = False
 
@@ -104,7 +107,8 @@ def value(item: object, budget: Budget, depth: int = 0) -> Any:
             if index >= _MAX_ITEMS or budget.spent:
                 budget.truncated = True
                 break
-            out[budget.text(str(key))] = value(member, budget, depth + 1)
+            name = budget.text(str(key))  # before the member: it may spend the rest
+            out[name] = value(member, budget, depth + 1)
         return out
     if isinstance(item, list | tuple | set | frozenset):
         items: list[Any] = []
@@ -152,7 +156,7 @@ def _content(message: object) -> object:
 
 
 def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
-    """Text and reasoning parts of a message's content; other blocks by type only."""
+    """Text, reasoning and server-tool parts of a message's content; other blocks by type only."""
     if content is None:
         return []
     if isinstance(content, str):
@@ -174,35 +178,30 @@ def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
         elif kind in _REASONING_BLOCKS:
             parts.extend(
                 {"type": "reasoning", "content": budget.text(text)}
-                for text in _reasoning_texts(block, kind)
+                for text in blocks.reasoning_texts(block, kind)
             )
+        elif blocks.is_server_tool(kind):
+            parts.append(_server_tool_part(block, kind, budget))
         elif kind not in _SKIPPED_BLOCKS:
             parts.append({"type": kind[:64] or "unknown"})
     return parts
 
 
-def _reasoning_texts(block: Mapping[str, Any], kind: str) -> list[str]:
-    """The text of a reasoning block: Anthropic's ``thinking``, LangChain's ``reasoning``, or
-    OpenAI Responses' ``summary`` parts (none when the reasoning is only encrypted)."""
-    text = block.get(kind) or block.get("text")
-    if text:
-        return [str(text)]
-    summary = block.get("summary")
-    if isinstance(summary, list) and kind == "reasoning":
-        return [
-            item["text"]
-            for item in summary[:_MAX_ITEMS]
-            if isinstance(item, Mapping) and isinstance(item.get("text"), str)
-        ]
-    return [""]
-
-
-def _reasoning_kwarg(message: object) -> str | None:
-    """Reasoning an adapter keeps beside the content (``additional_kwargs.reasoning_content``:
-    langchain-ollama, langchain-deepseek and other OpenAI-compatible adapters)."""
-    extra = _field(message, "additional_kwargs")
-    text = extra.get("reasoning_content") if isinstance(extra, Mapping) else None
-    return text if isinstance(text, str) and text else None
+def _server_tool_part(block: Mapping[str, Any], kind: str, budget: Budget) -> dict[str, Any]:
+    """A tool the provider ran itself, or its result, as semconv's server tool call parts."""
+    field, call_id, name, details = blocks.server_tool(block, kind)
+    part: dict[str, Any] = {"type": field}
+    if call_id is not None:
+        part["id"] = call_id
+    if name is not None:
+        part["name"] = budget.text(name)
+    # Results (a web search's pages...) get a share of the budget, so text after them stays.
+    share = budget if name is not None else Budget(min(_SERVER_RESULT_CHARS, budget.remaining))
+    part[field] = value(details, share)
+    if share is not budget:
+        budget.remaining -= share.total - share.remaining
+        budget.truncated = budget.truncated or share.truncated
+    return part
 
 
 def _tool_calls(message: object, budget: Budget) -> list[dict[str, Any]]:
@@ -233,9 +232,16 @@ def message_dict(message: object, budget: Budget) -> dict[str, Any]:
         return {"role": role, "parts": [part]}
     parts = _parts(_content(message), budget)
     if role == "assistant":
-        reasoning = _reasoning_kwarg(message)
+        extra = _field(message, "additional_kwargs")
+        extra = extra if isinstance(extra, Mapping) else {}
+        reasoning = blocks.nonblank(
+            extra.get("reasoning_content")
+        )  # langchain-ollama, -deepseek...
         if reasoning is not None and not any(p["type"] == "reasoning" for p in parts):
             parts.insert(0, {"type": "reasoning", "content": budget.text(reasoning)})
+        refusal = blocks.nonblank(extra.get("refusal"))  # OpenAI: the refusal, with no content
+        if refusal is not None:
+            parts.append({"type": "refusal", "content": budget.text(refusal)})
         parts.extend(_tool_calls(message, budget))
     return {"role": role, "parts": parts}
 

@@ -200,6 +200,40 @@ def test_anthropic_streamed_text_two_tool_uses_then_thinking(
     assert one[semconv.LLM_PRICING_UNKNOWN] is True  # not in the price table, usage or not
 
 
+@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+def test_anthropic_server_tool_uses_and_results_leave_room_for_the_text(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    body = recording("anthropic_pause_turn.json")  # thinking, text, 15 web searches, texts
+    with serve(WireResponse(body)) as server:
+        model = ChatAnthropic(  # type: ignore[call-arg]
+            model=body["model"], base_url=server.url, api_key="k", max_retries=0
+        )
+        run_turn(telemetry, model, [], "Search 15 topics.", capture=True, path="invoke")
+    (chat,) = chats(telemetry)
+    assert "encrypted" not in chat[OUTPUT]  # opaque provider state stays out
+    (message,) = loads(chat[OUTPUT])
+    assert message["finish_reason"] == "pause_turn"
+    kinds = {"thinking": "reasoning", "text": "text", "server_tool_use": "server_tool_call"}
+    kinds["web_search_tool_result"] = "server_tool_call_response"
+    parts = message["parts"]
+    assert [p["type"] for p in parts] == [kinds[b["type"]] for b in body["content"]][: len(parts)]
+    texts = [b["text"] for b in body["content"] if b["type"] == "text"]
+    assert [p["content"] for p in parts if p["type"] == "text"] == texts  # none lost to results
+    search, found = body["content"][2], body["content"][3]
+    assert parts[2] == {
+        "type": "server_tool_call",
+        "id": search["id"],
+        "name": "web_search",
+        "server_tool_call": {"type": "web_search", "input": search["input"]},
+    }
+    result = parts[3]["server_tool_call_response"]
+    assert (parts[3]["id"], result["type"]) == (search["id"], "web_search_tool_result")
+    first = found["content"][0]
+    assert result["content"][0] == {k: v for k, v in first.items() if k != "encrypted_content"}
+    assert chat[semconv.CONTENT_TRUNCATED] is True  # the results were cut, not the text
+
+
 # --- OpenAI chat completions -------------------------------------------------------------------
 
 
@@ -248,6 +282,16 @@ def test_openai_tool_calls_and_answer(telemetry: InMemoryTelemetry) -> None:
         assert semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS not in chat  # reported as 0
     assert one[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("tool_calls",)
     assert two[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
+
+
+def test_openai_refusal_is_a_refusal_part(telemetry: InMemoryTelemetry) -> None:
+    body = recording("openai_refusal_field.json")  # content null, the text in message.refusal
+    with serve(WireResponse(body)) as server:
+        model = openai(server, model="gpt-4o")
+        run_turn(telemetry, model, [], "Explain how to pick a lock.", capture=True, path="invoke")
+    (chat,) = chats(telemetry)
+    refusal = body["choices"][0]["message"]["refusal"]
+    assert loads(chat[OUTPUT]) == [assistant([{"type": "refusal", "content": refusal}], "stop")]
 
 
 def test_openai_streamed_tool_call_arguments_and_usage(telemetry: InMemoryTelemetry) -> None:

@@ -1,0 +1,76 @@
+"""Provider content blocks read as plain values, for ``content_json`` to render.
+
+What the LangChain adapters put in a message's content beyond text: reasoning in each
+provider's spelling, and the tools a provider ran itself with their results. Nothing here is
+budgeted (``content_json`` cuts what it renders); containers are looked at boundedly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import islice
+from typing import Any, Final
+
+__all__ = ["is_server_tool", "nonblank", "reasoning_texts", "server_tool"]
+
+_MAX_ITEMS: Final = 64
+_MAX_DEPTH: Final = 3
+# Anthropic's server-side tools (web search, code execution, web fetch) and MCP connector tools;
+# their results are ``web_search_tool_result``, ``mcp_tool_result``... linked by ``tool_use_id``.
+_SERVER_TOOL_CALLS: Final = frozenset({"server_tool_use", "mcp_tool_use"})
+_SERVER_TOOL_KEYS: Final = frozenset({"type", "id", "tool_use_id", "name", "index"})
+
+
+def nonblank(text: object) -> str | None:
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def reasoning_texts(block: Mapping[str, Any], kind: str) -> list[str]:
+    """The text of a reasoning block: Anthropic's ``thinking``, LangChain's ``reasoning``, or
+    OpenAI Responses' ``summary`` parts (none when the reasoning is only encrypted)."""
+    text = block.get(kind) or block.get("text")
+    if text:
+        return [str(text)]
+    summary = block.get("summary")
+    if isinstance(summary, list) and kind == "reasoning":
+        return [
+            item["text"]
+            for item in summary[:_MAX_ITEMS]
+            if isinstance(item, Mapping) and isinstance(item.get("text"), str)
+        ]
+    return [""]
+
+
+def is_server_tool(kind: str) -> bool:
+    return kind in _SERVER_TOOL_CALLS or kind.endswith("_tool_result")
+
+
+def server_tool(
+    block: Mapping[str, Any], kind: str
+) -> tuple[str, str | None, str | None, dict[str, object]]:
+    """(part type, call id, tool name for a call / None for a result, details) of a server
+    tool block; the details are semconv's ``Generic*`` shape: ``type`` plus the block's own
+    fields, without encrypted payloads."""
+    call = kind in _SERVER_TOOL_CALLS
+    name = str(block.get("name") or "")
+    details: dict[str, object] = {"type": name[:64] if call else kind[:64]}
+    for key, member in islice(block.items(), _MAX_ITEMS):
+        if key not in _SERVER_TOOL_KEYS and not key.startswith("encrypted"):
+            details[key] = _public(member, 0)
+    raw_id = block.get("id" if call else "tool_use_id")
+    call_id = str(raw_id)[:256] if raw_id is not None else None
+    if call:
+        return "server_tool_call", call_id, name, details
+    return "server_tool_call_response", call_id, None, details
+
+
+def _public(item: object, depth: int) -> object:
+    """``item`` without ``encrypted_*`` members (opaque provider state, no use in a trace)."""
+    if depth >= _MAX_DEPTH:
+        return item
+    if isinstance(item, Mapping):
+        members = islice(item.items(), _MAX_ITEMS)
+        return {k: _public(v, depth + 1) for k, v in members if not str(k).startswith("encrypted")}
+    if isinstance(item, list | tuple):
+        return [_public(member, depth + 1) for member in item[:_MAX_ITEMS]]
+    return item
