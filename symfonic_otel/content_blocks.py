@@ -17,8 +17,11 @@ _MAX_ITEMS: Final = 64
 _MAX_DEPTH: Final = 3
 # Anthropic's server-side tools (web search, code execution, web fetch) and MCP connector tools;
 # their results are ``web_search_tool_result``, ``mcp_tool_result``... linked by ``tool_use_id``.
-_SERVER_TOOL_CALLS: Final = frozenset({"server_tool_use", "mcp_tool_use"})
-_SERVER_TOOL_KEYS: Final = frozenset({"type", "id", "tool_use_id", "name", "index"})
+# LangChain's standard blocks (``output_version="v1"``): ``server_tool_call`` / ``_result``.
+_SERVER_TOOL_CALLS: Final = frozenset({"server_tool_use", "mcp_tool_use", "server_tool_call"})
+_SERVER_TOOL_KEYS: Final = frozenset(
+    {"type", "id", "tool_use_id", "tool_call_id", "name", "index", "extras"}
+)
 
 
 def nonblank(text: object) -> str | None:
@@ -53,11 +56,14 @@ def server_tool(
     fields, without encrypted payloads."""
     call = kind in _SERVER_TOOL_CALLS
     name = str(block.get("name") or "")
-    details: dict[str, object] = {"type": name[:64] if call else kind[:64]}
+    extras = block.get("extras")
+    named = extras.get("block_type") if isinstance(extras, Mapping) else None  # v1: the original
+    result_type = named if isinstance(named, str) and named else kind
+    details: dict[str, object] = {"type": name[:64] if call else result_type[:64]}
     for key, member in islice(block.items(), _MAX_ITEMS):
         if key not in _SERVER_TOOL_KEYS and not key.startswith("encrypted"):
             details[key] = _public(member, 0)
-    raw_id = block.get("id" if call else "tool_use_id")
+    raw_id = block.get("id") if call else block.get("tool_use_id", block.get("tool_call_id"))
     call_id = str(raw_id)[:256] if raw_id is not None else None
     if call:
         return "server_tool_call", call_id, name, details

@@ -201,14 +201,17 @@ def test_anthropic_streamed_text_two_tool_uses_then_thinking(
 
 
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("version", ["v0", "v1"])  # v1: LangChain's standard content blocks
 def test_anthropic_server_tool_uses_and_results_leave_room_for_the_text(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, version: str
 ) -> None:
     body = recording("anthropic_pause_turn.json")  # thinking, text, 15 web searches, texts
     with serve(WireResponse(body)) as server:
         model = ChatAnthropic(  # type: ignore[call-arg]
             model=body["model"], base_url=server.url, api_key="k", max_retries=0
         )
+        if version == "v1":
+            model = model.model_copy(update={"output_version": "v1"})
         run_turn(telemetry, model, [], "Search 15 topics.", capture=True, path="invoke")
     (chat,) = chats(telemetry)
     assert "encrypted" not in chat[OUTPUT]  # opaque provider state stays out
@@ -221,16 +224,17 @@ def test_anthropic_server_tool_uses_and_results_leave_room_for_the_text(
     texts = [b["text"] for b in body["content"] if b["type"] == "text"]
     assert [p["content"] for p in parts if p["type"] == "text"] == texts  # none lost to results
     search, found = body["content"][2], body["content"][3]
+    arguments, results = ("input", "content") if version == "v0" else ("args", "output")
     assert parts[2] == {
         "type": "server_tool_call",
         "id": search["id"],
         "name": "web_search",
-        "server_tool_call": {"type": "web_search", "input": search["input"]},
+        "server_tool_call": {"type": "web_search", arguments: search["input"]},
     }
     result = parts[3]["server_tool_call_response"]
     assert (parts[3]["id"], result["type"]) == (search["id"], "web_search_tool_result")
     first = found["content"][0]
-    assert result["content"][0] == {k: v for k, v in first.items() if k != "encrypted_content"}
+    assert result[results][0] == {k: v for k, v in first.items() if k != "encrypted_content"}
     assert chat[semconv.CONTENT_TRUNCATED] is True  # the results were cut, not the text
 
 
