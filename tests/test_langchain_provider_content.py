@@ -569,91 +569,104 @@ def test_ollama_thinking_tool_call_and_answer(telemetry: InMemoryTelemetry, path
 # --- capture off -------------------------------------------------------------------------------
 
 
-def private_turn(telemetry: InMemoryTelemetry, provider: str) -> tuple[str, ...]:
-    """One provider's turn with capture off; the content it carried, to look for."""
-    question = STOCK_QUESTION
+def private_turn(telemetry: InMemoryTelemetry, provider: str, capture: bool) -> tuple[str, ...]:
+    """One provider's turn (temperature 0.5, but for gpt-5, which takes none: max tokens 256);
+    the content it carried, to look for."""
+    question, tools, extra = STOCK_QUESTION, [stock], (STOCK_RESULT, STOCK_ANSWER, "How many")
     if provider == "anthropic":
         first = recording("anthropic_thinking_text_tool_use.json")
         second = recording("anthropic_end_turn_after_tool.json")
-        question = "What is the largest city in the user country?"
-        with serve(WireResponse(first), WireResponse(second)) as server:
-            model: Any = ChatAnthropic(  # type: ignore[call-arg]
-                model=first["model"], base_url=server.url, api_key="k", max_retries=0
-            )
-            run_turn(telemetry, model, [get_user_country], question, capture=False, path="invoke")
-        thinking = first["content"][0]["thinking"]
-        return (
-            question,
-            thinking[:40],
-            first["content"][1]["text"],
-            second["content"][0]["text"][:40],
-            "Mexico",
-        )
-    if provider == "openai":
-        with serve(
-            WireResponse(recording("openai_tool_calls.json")),
-            WireResponse(recording("openai_stop_after_tool.json")),
-        ) as server:
-            run_turn(
-                telemetry,
-                openai(server, model="gpt-4o-mini"),
-                [add_numbers],
-                "What is 5 + 7?",
-                capture=False,
-                path="invoke",
-            )
-        return ("What is 5 + 7?", "The sum of 5 and 7 is 12.", "Add two integers")
-    if provider == "responses":
-        with serve(*(WireResponse(body) for body in responses_turn())) as server:
-            model = openai(server, model="gpt-5-mini", use_responses_api=True)
-            run_turn(telemetry, model, [stock], question, capture=False, path="invoke")
-        return (question, SUMMARY, STOCK_RESULT, STOCK_ANSWER)
-    if provider == "gemini":
-        with serve(*gemini_turn("invoke")) as server:
-            model = ChatGoogleGenerativeAI(
+        replies = [WireResponse(first), WireResponse(second)]
+        question, tools = "What is the largest city in the user country?", [get_user_country]
+        extra = (first["content"][0]["thinking"][:40], first["content"][1]["text"], "Mexico")
+        extra += (second["content"][0]["text"][:40], "The country the user is in")
+
+        def make(url: str) -> Any:
+            return ChatAnthropic(model=first["model"], base_url=url, api_key="k", temperature=0.5)  # type: ignore[call-arg]
+
+    elif provider == "openai":
+        replies = [
+            WireResponse(recording(f"openai_{n}.json")) for n in ("tool_calls", "stop_after_tool")
+        ]
+        question, tools = "What is 5 + 7?", [add_numbers]
+        extra = ("The sum of 5 and 7 is 12.", "Add two integers")
+
+        def make(url: str) -> Any:
+            return ChatOpenAI(
+                model="gpt-4o-mini", base_url=f"{url}/v1", api_key="k", temperature=0.5
+            )  # type: ignore[arg-type]
+
+    elif provider == "responses":
+        replies = [WireResponse(body) for body in responses_turn()]
+        extra += (SUMMARY,)
+
+        def make(url: str) -> Any:
+            return ChatOpenAI(
+                model="gpt-5-mini",
+                base_url=f"{url}/v1",
+                api_key="k",
+                use_responses_api=True,
+                max_tokens=256,
+            )  # type: ignore[arg-type]
+
+    elif provider == "gemini":
+        replies = list(gemini_turn("invoke"))
+        extra += (THOUGHT, "Checking the shelf.")
+
+        def make(url: str) -> Any:
+            return ChatGoogleGenerativeAI(
                 model="gemini-2.5-flash",
                 google_api_key="k",
-                base_url=server.url,
+                base_url=url,
                 include_thoughts=True,
+                temperature=0.5,
             )
-            run_turn(telemetry, model, [stock], question, capture=False, path="invoke")
-        return (question, THOUGHT, "Checking the shelf.", STOCK_RESULT, STOCK_ANSWER)
-    first = ollama_reply(
-        "Checking.",
-        thinking=OLLAMA_THINKING,
-        calls=[{"name": "stock", "arguments": {"sku": "sku-42"}}],
-    )
-    with serve(first, ollama_reply(STOCK_ANSWER)) as server:
-        run_turn(
-            telemetry,
-            ChatOllama(model="qwen3:8b", base_url=server.url, reasoning=True),
-            [stock],
-            question,
-            capture=False,
-            path="invoke",
-        )
-    return (question, OLLAMA_THINKING, STOCK_RESULT, STOCK_ANSWER)
+
+    else:
+        call = {"name": "stock", "arguments": {"sku": "sku-42"}}
+        replies = [
+            ollama_reply("Checking.", thinking=OLLAMA_THINKING, calls=[call]),
+            ollama_reply(STOCK_ANSWER),
+        ]
+        extra += (OLLAMA_THINKING,)
+
+        def make(url: str) -> Any:
+            return ChatOllama(model="qwen3:8b", base_url=url, reasoning=True, temperature=0.5)
+
+    with serve(*replies) as server:
+        run_turn(telemetry, make(server.url), tools, question, capture=capture, path="invoke")
+    return (question, SYSTEM, *extra)
 
 
+@pytest.mark.parametrize("capture", [False, True])
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "responses", "gemini", "ollama"])
 def test_capture_off_keeps_content_out_and_the_rest_in(
-    telemetry: InMemoryTelemetry, provider: str
+    telemetry: InMemoryTelemetry, provider: str, capture: bool
 ) -> None:
-    markers = private_turn(telemetry, provider)
+    markers = private_turn(telemetry, provider, capture)
     found = every_value(telemetry)
-    assert [m for m in (*markers, SYSTEM, "How many units") if m in found] == []
+    leaked = [marker for marker in markers if marker in found]
+    # The same search finds every piece once capture is on: the markers are the content.
+    assert leaked == (list(markers) if capture else [])
     names = [s.name for s in telemetry.spans()]
     assert AGENT_SPAN in names and sum(n.startswith("execute_tool") for n in names) == 1
     one, two = chats(telemetry)
     for chat in (one, two):
-        assert not {INPUT, OUTPUT, semconv.GEN_AI_SYSTEM_INSTRUCTIONS} & set(chat)
-        assert (
-            chat[semconv.GEN_AI_USAGE_INPUT_TOKENS] > 0
-            and chat[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] > 0
-        )
+        content = {
+            INPUT,
+            OUTPUT,
+            semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+            semconv.GEN_AI_TOOL_DEFINITIONS,
+        }
+        assert (content <= set(chat)) is capture and (content & set(chat) == set()) is not capture
+        if provider == "responses":
+            assert chat[semconv.GEN_AI_REQUEST_MAX_TOKENS] == 256
+        else:
+            assert chat[semconv.GEN_AI_REQUEST_TEMPERATURE] == 0.5
+        assert chat[semconv.GEN_AI_USAGE_INPUT_TOKENS] > 0
+        assert chat[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] > 0
         assert chat[semconv.GEN_AI_RESPONSE_MODEL]
-        assert semconv.GEN_AI_TOOL_DEFINITIONS not in chat
     if provider in ("anthropic", "openai", "responses"):
         assert one[semconv.GEN_AI_RESPONSE_ID] != two[semconv.GEN_AI_RESPONSE_ID]
-    if provider != "responses":
+    if provider != "responses":  # the Responses API sends no finish reason when complete
         assert one[semconv.GEN_AI_RESPONSE_FINISH_REASONS]
