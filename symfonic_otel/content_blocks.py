@@ -7,6 +7,7 @@ budgeted (``content_json`` cuts what it renders); containers are looked at bound
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from itertools import islice
 from typing import Any, Final
@@ -20,7 +21,12 @@ _MAX_DEPTH: Final = 3
 # LangChain's standard blocks (``output_version="v1"``): ``server_tool_call`` / ``_result``.
 _SERVER_TOOL_CALLS: Final = frozenset({"server_tool_use", "mcp_tool_use", "server_tool_call"})
 _SERVER_TOOL_KEYS: Final = frozenset(
-    {"type", "id", "tool_use_id", "tool_call_id", "name", "index", "extras"}
+    {"type", "id", "tool_use_id", "tool_call_id", "name", "index", "extras", "partial_json"}
+)
+# The OpenAI Responses API's built-in tools: one item per call, its results inside it.
+_RESPONSES_TOOL_CALLS: Final = frozenset(
+    {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call"}
+    | {"mcp_call"}
 )
 
 
@@ -45,7 +51,9 @@ def reasoning_texts(block: Mapping[str, Any], kind: str) -> list[str]:
 
 
 def is_server_tool(kind: str) -> bool:
-    return kind in _SERVER_TOOL_CALLS or kind.endswith("_tool_result")
+    return (
+        kind in _SERVER_TOOL_CALLS or kind in _RESPONSES_TOOL_CALLS or kind.endswith("_tool_result")
+    )
 
 
 def server_tool(
@@ -54,8 +62,8 @@ def server_tool(
     """(part type, call id, tool name for a call / None for a result, details) of a server
     tool block; the details are semconv's ``Generic*`` shape: ``type`` plus the block's own
     fields, without encrypted payloads."""
-    call = kind in _SERVER_TOOL_CALLS
-    name = str(block.get("name") or "")
+    call = kind in _SERVER_TOOL_CALLS or kind in _RESPONSES_TOOL_CALLS
+    name = str(block.get("name") or kind.removesuffix("_call"))
     extras = block.get("extras")
     named = extras.get("block_type") if isinstance(extras, Mapping) else None  # v1: the original
     result_type = named if isinstance(named, str) and named else kind
@@ -63,6 +71,12 @@ def server_tool(
     for key, member in islice(block.items(), _MAX_ITEMS):
         if key not in _SERVER_TOOL_KEYS and not key.startswith("encrypted"):
             details[key] = _public(member, 0)
+    partial = block.get("partial_json")  # streamed by langchain-anthropic: the input, as JSON
+    if call and not details.get("input") and isinstance(partial, str) and partial:
+        try:
+            details["input"] = json.loads(partial)
+        except ValueError:
+            details["input"] = partial
     raw_id = block.get("id") if call else block.get("tool_use_id", block.get("tool_call_id"))
     call_id = str(raw_id)[:256] if raw_id is not None else None
     if call:

@@ -54,7 +54,7 @@ _REASONING_BLOCKS: Final = frozenset({"thinking", "reasoning"})
 _SKIPPED_BLOCKS: Final = frozenset(
     {"tool_use", "tool_call", "tool_call_chunk", "function_call", "redacted_thinking"}
 )
-_SERVER_RESULT_CHARS: Final = 1024
+_SERVER_PART_CHARS: Final = 1024
 
 
 class Budget:
@@ -165,8 +165,9 @@ def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
         return [{"type": "text", "content": budget.text(str(content))}]
     parts: list[dict[str, Any]] = []
     for block in content[:_MAX_ITEMS]:
-        if isinstance(block, str):
-            parts.append({"type": "text", "content": budget.text(block)})
+        if isinstance(block, str):  # merged stream chunks may leave an empty one: no text
+            if block:
+                parts.append({"type": "text", "content": budget.text(block)})
             continue
         if not isinstance(block, Mapping):
             continue
@@ -195,12 +196,12 @@ def _server_tool_part(block: Mapping[str, Any], kind: str, budget: Budget) -> di
         part["id"] = call_id
     if name is not None:
         part["name"] = budget.text(name)
-    # Results (a web search's pages...) get a share of the budget, so text after them stays.
-    share = budget if name is not None else Budget(min(_SERVER_RESULT_CHARS, budget.remaining))
+    # Each gets a share of the budget (a web search's pages, a generated image...), so the
+    # text after it stays.
+    share = Budget(min(_SERVER_PART_CHARS, budget.remaining))
     part[field] = value(details, share)
-    if share is not budget:
-        budget.remaining -= share.total - share.remaining
-        budget.truncated = budget.truncated or share.truncated
+    budget.remaining -= share.total - share.remaining
+    budget.truncated = budget.truncated or share.truncated
     return part
 
 

@@ -173,6 +173,42 @@ def anthropic_stream_blocks(recorded: bytes) -> list[dict[str, Any]]:
     return blocks
 
 
+def anthropic_stream(body: dict[str, Any]) -> WireResponse:
+    """A Messages response as Anthropic streams it (the documented event sequence): each
+    block's start, its deltas (text, thinking and signature, tool input as JSON), its stop."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    start = {**body, "content": [], "stop_reason": None}
+    events.append(("message_start", {"type": "message_start", "message": start}))
+    for index, block in enumerate(body["content"]):
+        opened, deltas = dict(block), []
+        if block["type"] == "text":
+            opened["text"] = ""
+            deltas = [{"type": "text_delta", "text": block["text"]}]
+        elif block["type"] == "thinking":
+            opened.update(thinking="", signature="")
+            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]}]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif "input" in block:
+            opened["input"] = {}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        at = {"index": index}
+        events.append(
+            ("content_block_start", {"type": "content_block_start", **at, "content_block": opened})
+        )
+        events.extend(
+            ("content_block_delta", {"type": "content_block_delta", **at, "delta": d})
+            for d in deltas
+        )
+        events.append(("content_block_stop", {"type": "content_block_stop", **at}))
+    delta = {"stop_reason": body["stop_reason"], "stop_sequence": None}
+    events.append(
+        ("message_delta", {"type": "message_delta", "delta": delta, "usage": body["usage"]})
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    return WireResponse(payload, content_type=SSE)
+
+
 def openai_stream_message(recorded: bytes) -> tuple[str, list[dict[str, Any]]]:
     """(text, tool calls with parsed arguments) a recorded chat-completions stream adds up to."""
     content, calls = "", []

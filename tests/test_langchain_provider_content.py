@@ -32,6 +32,7 @@ from tests.provider_turns import (
     STOCK_RESULT,
     SYSTEM,
     Path,
+    anthropic_stream,
     anthropic_stream_blocks,
     anthropic_stream_with_usage,
     chats,
@@ -201,18 +202,24 @@ def test_anthropic_streamed_text_two_tool_uses_then_thinking(
 
 
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
-@pytest.mark.parametrize("version", ["v0", "v1"])  # v1: LangChain's standard content blocks
+@pytest.mark.parametrize(
+    ("version", "path"),
+    [("v0", "invoke"), ("v1", "invoke"), ("v0", "stream")],  # v1: LangChain's standard blocks
+)
 def test_anthropic_server_tool_uses_and_results_leave_room_for_the_text(
-    telemetry: InMemoryTelemetry, version: str
+    telemetry: InMemoryTelemetry, version: str, path: Path
 ) -> None:
     body = recording("anthropic_pause_turn.json")  # thinking, text, 15 web searches, texts
-    with serve(WireResponse(body)) as server:
+    reply = anthropic_stream(body) if path == "stream" else WireResponse(body)
+    with serve(reply) as server:
         model = ChatAnthropic(  # type: ignore[call-arg]
             model=body["model"], base_url=server.url, api_key="k", max_retries=0
         )
         if version == "v1":
             model = model.model_copy(update={"output_version": "v1"})
-        run_turn(telemetry, model, [], "Search 15 topics.", capture=True, path="invoke")
+        web_search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 15}
+        run_turn(telemetry, model, [web_search], "Search 15 topics.", capture=True, path=path)
+        assert server.requests[0].body["tools"] == [web_search]
     (chat,) = chats(telemetry)
     assert "encrypted" not in chat[OUTPUT]  # opaque provider state stays out
     (message,) = loads(chat[OUTPUT])
@@ -438,6 +445,32 @@ def test_openai_responses_incomplete_reason_is_the_finish_reason(
     assert chat[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("max_output_tokens",)
     # Only encrypted reasoning, no summary: nothing to show, not an empty reasoning part.
     assert loads(chat[OUTPUT]) == [assistant([], "max_output_tokens")]
+
+
+def test_openai_responses_web_search_call_is_a_server_tool_call(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    search = {
+        "id": "ws_68af04",
+        "type": "web_search_call",
+        "status": "completed",
+        "action": {"type": "search", "query": "Oslo-7 warehouse opening hours"},
+    }
+    cited = {"type": "url_citation", "start_index": 0, "end_index": 9, "url": "https://x.test/"}
+    said = {"type": "output_text", "text": "Open 8-16.", "annotations": [cited]}
+    message = {"id": "msg_68af04", "type": "message", "status": "completed", "role": "assistant"}
+    body = response(
+        "resp_68af04", [search, {**message, "content": [said]}], responses_usage(310, 0, 40, 0)
+    )
+    with serve(WireResponse(body)) as server:
+        model = openai(server, model="gpt-5-mini", use_responses_api=True)
+        run_turn(telemetry, model, [], "When is Oslo-7 open?", capture=True, path="invoke")
+    (chat,) = chats(telemetry)
+    call = {"type": "web_search", "status": "completed", "action": search["action"]}
+    part = {"type": "server_tool_call", "id": "ws_68af04", "name": "web_search"}
+    assert loads(chat[OUTPUT]) == [
+        assistant([{**part, "server_tool_call": call}, text("Open 8-16.")], "stop")
+    ]
 
 
 # --- Gemini ------------------------------------------------------------------------------------
