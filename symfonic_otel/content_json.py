@@ -181,6 +181,9 @@ def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
                 {"type": "reasoning", "content": budget.text(text)}
                 for text in blocks.reasoning_texts(block, kind)
             )
+        elif kind == "refusal":  # OpenAI Responses: the refusal is the message's content
+            text = block.get("refusal")
+            parts.append({"type": "refusal", "content": budget.text(str(text or ""))})
         elif blocks.is_server_tool(kind):
             parts.append(_server_tool_part(block, kind, budget))
         elif kind not in _SKIPPED_BLOCKS:
@@ -241,7 +244,7 @@ def message_dict(message: object, budget: Budget) -> dict[str, Any]:
         if reasoning is not None and not any(p["type"] == "reasoning" for p in parts):
             parts.insert(0, {"type": "reasoning", "content": budget.text(reasoning)})
         refusal = blocks.nonblank(extra.get("refusal"))  # OpenAI: the refusal, with no content
-        if refusal is not None:
+        if refusal is not None and not any(p["type"] == "refusal" for p in parts):
             parts.append({"type": "refusal", "content": budget.text(refusal)})
         parts.extend(_tool_calls(message, budget))
     return {"role": role, "parts": parts}

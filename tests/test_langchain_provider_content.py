@@ -473,6 +473,20 @@ def test_openai_responses_web_search_call_is_a_server_tool_call(
     ]
 
 
+def test_openai_responses_refusal_is_one_refusal_part(telemetry: InMemoryTelemetry) -> None:
+    refused = {"type": "refusal", "refusal": "I can't help with that."}
+    message = {"id": "msg_68af05", "type": "message", "status": "completed", "role": "assistant"}
+    body = response(
+        "resp_68af05", [{**message, "content": [refused]}], responses_usage(30, 0, 8, 0)
+    )
+    with serve(WireResponse(body)) as server:
+        model = openai(server, model="gpt-5-mini", use_responses_api=True)
+        run_turn(telemetry, model, [], "Pick this lock.", capture=True, path="invoke")
+    (chat,) = chats(telemetry)
+    refusal = {"type": "refusal", "content": "I can't help with that."}
+    assert loads(chat[OUTPUT]) == [assistant([refusal], "stop")]  # not twice: kwargs hold it too
+
+
 # --- Gemini ------------------------------------------------------------------------------------
 
 THOUGHT = "The stock tool answers this."
