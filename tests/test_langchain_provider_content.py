@@ -20,11 +20,12 @@ from langchain_core.tools import tool
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
 
-from symfonic_otel import semconv
+from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.pricing import DEFAULT_PRICES
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.langchain_support import AGENT_SPAN
+from tests.langchain_support import AGENT_SPAN, react_agent
 from tests.provider_turns import (
     SSE,
     STOCK_ANSWER,
@@ -293,6 +294,35 @@ def test_openai_tool_calls_and_answer(telemetry: InMemoryTelemetry) -> None:
         assert semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS not in chat  # reported as 0
     assert one[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("tool_calls",)
     assert two[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
+
+
+def test_openai_next_turn_carries_the_whole_history(telemetry: InMemoryTelemetry) -> None:
+    first, second = recording("openai_tool_calls.json"), recording("openai_stop_after_tool.json")
+    replies = [WireResponse(first), WireResponse(second), WireResponse(second)]
+    lc = LangChainCallbackHandler(handler=telemetry.handler(capture_content=True))
+    config: Any = {"callbacks": [lc], "configurable": {"thread_id": "t-1"}}
+    with serve(*replies) as server:
+        agent = react_agent(
+            openai(server, model="gpt-4o-mini"),
+            [add_numbers],
+            prompt=SYSTEM,
+            checkpointer=InMemorySaver(),
+        )
+        agent.invoke({"messages": [("user", "What is 5 + 7?")]}, config=config)
+        agent.invoke({"messages": [("user", "And doubled?")]}, config=config)
+    *_, third = chats(telemetry)
+    (call,) = first["choices"][0]["message"]["tool_calls"]
+    arguments = json.loads(call["function"]["arguments"])
+    answer = second["choices"][0]["message"]["content"]
+    assert instructions(third) == [text(SYSTEM)]
+    assert loads(third[INPUT]) == [
+        user("What is 5 + 7?"),
+        assistant([tool_call("add_numbers", call["id"], arguments)]),
+        tool_result(call["id"], "12"),
+        assistant([text(answer)]),
+        user("And doubled?"),
+    ]
+    assert third[semconv.GEN_AI_CONVERSATION_ID] == "t-1"
 
 
 def test_openai_refusal_is_a_refusal_part(telemetry: InMemoryTelemetry) -> None:
