@@ -22,7 +22,7 @@ from langchain_core.tools import tool
 
 from symfonic_otel import LangChainCallbackHandler
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.langchain_support import react_agent
+from tests.langchain_support import internal_errors, react_agent
 from tests.wire_server import WireResponse
 
 Path = Literal["invoke", "stream"]
@@ -66,6 +66,7 @@ def run_turn(
                 state = data
         assert state is not None
     assert lc.tracked_runs == 0 and lc.tracked_calls == 0
+    assert internal_errors(telemetry) == 0  # no reader's guard swallowed an error on this shape
     return list(state["messages"])
 
 

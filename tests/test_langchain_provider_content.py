@@ -25,7 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.pricing import DEFAULT_PRICES
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.langchain_support import AGENT_SPAN, react_agent
+from tests.langchain_support import AGENT_SPAN, internal_errors, react_agent
 from tests.provider_turns import (
     SSE,
     STOCK_ANSWER,
@@ -310,6 +310,7 @@ def test_openai_next_turn_carries_the_whole_history(telemetry: InMemoryTelemetry
         )
         agent.invoke({"messages": [("user", "What is 5 + 7?")]}, config=config)
         agent.invoke({"messages": [("user", "And doubled?")]}, config=config)
+    assert internal_errors(telemetry) == 0
     *_, third = chats(telemetry)
     (call,) = first["choices"][0]["message"]["tool_calls"]
     arguments = json.loads(call["function"]["arguments"])
