@@ -69,7 +69,7 @@ def server_tool(
     result_type = named if isinstance(named, str) and named else kind
     details: dict[str, object] = {"type": name[:64] if call else result_type[:64]}
     for key, member in islice(block.items(), _MAX_ITEMS):
-        if key not in _SERVER_TOOL_KEYS and not key.startswith("encrypted"):
+        if key not in _SERVER_TOOL_KEYS and not str(key).startswith("encrypted"):
             details[key] = _public(member, 0)
     partial = block.get("partial_json")  # streamed by langchain-anthropic: the input, as JSON
     if call and not details.get("input") and isinstance(partial, str) and partial:
