@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from langchain_anthropic import ChatAnthropic
+from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_ollama import ChatOllama
@@ -24,6 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.pricing import DEFAULT_PRICES
+from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import AGENT_SPAN, internal_errors, react_agent
 from tests.provider_turns import (
@@ -748,3 +750,52 @@ def test_capture_off_keeps_content_out_and_the_rest_in(
         assert one[semconv.GEN_AI_RESPONSE_ID] != two[semconv.GEN_AI_RESPONSE_ID]
     if provider != "responses":  # the Responses API sends no finish reason when complete
         assert one[semconv.GEN_AI_RESPONSE_FINISH_REASONS]
+
+
+# --- odd block shapes ------------------------------------------------------------------------
+
+
+ODD_BLOCKS: list[Any] = [
+    {"type": "reasoning", "summary": "not a list"},
+    {"type": "reasoning", "summary": [None, {"text": 3}, {"text": "kept"}]},
+    {"type": "server_tool_use", "name": None, "id": 7, "input": {}, "partial_json": "{cut"},
+    {"type": "web_search_tool_result", "content": {"encrypted_content": "x", 3: [None]}},
+    {"type": "server_tool_result", "tool_call_id": "t", "extras": "not a mapping"},
+    {"type": "refusal", "refusal": None},
+    {"type": "function_call", "arguments": "{"},
+    {"type": "thinking", "thinking": ""},
+    "",
+]
+
+
+def test_odd_blocks_are_rendered_without_losing_the_call(telemetry: InMemoryTelemetry) -> None:
+    odd = AIMessage(ODD_BLOCKS, additional_kwargs={"reasoning_content": 5, "refusal": " "})
+    lc = LangChainCallbackHandler(handler=telemetry.handler(capture_content=True))
+    ScriptedChatModel([odd]).invoke("hi", config={"callbacks": [lc]})
+    assert internal_errors(telemetry) == 0
+    (chat,) = chats(telemetry)
+    (message,) = loads(chat[OUTPUT])
+    assert message["parts"] == [
+        reasoning(""),  # a reasoning block without text still says the model reasoned
+        reasoning("kept"),
+        {
+            "type": "server_tool_call",
+            "id": "7",
+            "name": "server_tool_use",  # semconv requires a name: the block's type, then
+            "server_tool_call": {"type": "server_tool_use", "input": "{cut"},
+        },
+        {
+            "type": "server_tool_call_response",
+            "server_tool_call_response": {
+                "type": "web_search_tool_result",
+                "content": {"3": [None]},
+            },
+        },
+        {
+            "type": "server_tool_call_response",
+            "id": "t",
+            "server_tool_call_response": {"type": "server_tool_result"},
+        },
+        {"type": "refusal", "content": ""},
+        reasoning(""),
+    ]
