@@ -55,6 +55,8 @@ _SKIPPED_BLOCKS: Final = frozenset(
     {"tool_use", "tool_call", "tool_call_chunk", "function_call", "redacted_thinking"}
 )
 _SERVER_PART_CHARS: Final = 1024
+# Tool calls as content blocks: read from there only when the message has no ``tool_calls``.
+_CALL_BLOCKS: Final = frozenset({"tool_use", "function_call"})
 
 
 class Budget:
@@ -155,8 +157,9 @@ def _content(message: object) -> object:
     return _field(message, "content")
 
 
-def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
-    """Text, reasoning and server-tool parts of a message's content; other blocks by type only."""
+def _parts(content: object, budget: Budget, calls: bool = False) -> list[dict[str, Any]]:
+    """Text, reasoning, tool-result and server-tool parts of a message's content (and its tool
+    calls when ``calls``: history in a provider's own shape); other blocks by type only."""
     if content is None:
         return []
     if isinstance(content, str):
@@ -181,6 +184,14 @@ def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
                 {"type": "reasoning", "content": budget.text(text)}
                 for text in blocks.reasoning_texts(block, kind)
             )
+        elif kind in _CALL_BLOCKS and calls:  # Anthropic's / Responses' call, no tool_calls
+            parts.append(_block_call(block, budget))
+        elif kind == "tool_result":  # Anthropic's, in a user message
+            part = {"type": "tool_call_response"}
+            if block.get("tool_use_id") is not None:
+                part["id"] = str(block.get("tool_use_id"))[:256]
+            part["response"] = value(block.get("content"), budget)
+            parts.append(part)
         elif kind == "refusal":  # OpenAI Responses: the refusal is the message's content
             text = block.get("refusal")
             parts.append({"type": "refusal", "content": budget.text(str(text or ""))})
@@ -205,6 +216,15 @@ def _server_tool_part(block: Mapping[str, Any], kind: str, budget: Budget) -> di
     part[field] = value(details, share)
     budget.remaining -= share.total - share.remaining
     budget.truncated = budget.truncated or share.truncated
+    return part
+
+
+def _block_call(block: Mapping[str, Any], budget: Budget) -> dict[str, Any]:
+    call_id = block.get("id") if block.get("type") == "tool_use" else block.get("call_id")
+    part: dict[str, Any] = {"type": "tool_call", "name": budget.text(str(block.get("name")))}
+    if call_id is not None:
+        part["id"] = str(call_id)[:256]
+    part["arguments"] = value(block.get("input", block.get("arguments")), budget)
     return part
 
 
@@ -234,7 +254,8 @@ def message_dict(message: object, budget: Budget) -> dict[str, Any]:
             part["id"] = str(call_id)[:256]
         part["response"] = value(_content(message), budget)
         return {"role": role, "parts": [part]}
-    parts = _parts(_content(message), budget)
+    calls = role == "assistant" and not _field(message, "tool_calls")
+    parts = _parts(_content(message), budget, calls)
     if role == "assistant":
         extra = _field(message, "additional_kwargs")
         extra = extra if isinstance(extra, Mapping) else {}

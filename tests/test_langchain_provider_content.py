@@ -143,6 +143,43 @@ def test_anthropic_thinking_text_and_tool_use_blocks_with_cache_writes(
     assert one[semconv.LLM_COST_USD] == pytest.approx(price.cost(398, 155, 600, 1200))
 
 
+def test_anthropic_native_history_keeps_its_tool_use_and_tool_result(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    first = recording("anthropic_thinking_text_tool_use.json")
+    second = recording("anthropic_end_turn_after_tool.json")
+    question = "What is the largest city in the user country?"
+    _, said, use = first["content"]
+    history = [  # the Anthropic SDK's shape, as callers moving from it keep their history
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": [said, use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": "Mexico"}],
+        },
+    ]
+    lc = LangChainCallbackHandler(handler=telemetry.handler(capture_content=True))
+    with serve(WireResponse(second)) as server:
+        model = ChatAnthropic(  # type: ignore[call-arg]
+            model=second["model"], base_url=server.url, api_key="k", max_retries=0
+        )
+        agent = react_agent(model, [get_user_country], prompt=SYSTEM)
+        agent.invoke({"messages": history}, config={"callbacks": [lc]})
+        sent = server.requests[0].body["messages"]
+    assert [b["type"] for m in sent[1:] for b in m["content"]] == [
+        "text",
+        "tool_use",
+        "tool_result",
+    ]
+    assert internal_errors(telemetry) == 0
+    (chat,) = chats(telemetry)
+    assert loads(chat[INPUT]) == [
+        user(question),
+        assistant([text(said["text"]), tool_call(use["name"], use["id"], use["input"])]),
+        {"role": "user", "parts": tool_result(use["id"], "Mexico")["parts"]},
+    ]
+
+
 @tool
 def get_weather(location: str) -> str:
     """The weather at a location."""
