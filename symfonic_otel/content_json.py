@@ -221,7 +221,8 @@ def _server_tool_part(block: Mapping[str, Any], kind: str, budget: Budget) -> di
 
 def _block_call(block: Mapping[str, Any], budget: Budget) -> dict[str, Any]:
     call_id = block.get("id") if block.get("type") == "tool_use" else block.get("call_id")
-    part: dict[str, Any] = {"type": "tool_call", "name": budget.text(str(block.get("name")))}
+    name = str(block.get("name") or "")
+    part: dict[str, Any] = {"type": "tool_call", "name": budget.text(name)}
     if call_id is not None:
         part["id"] = str(call_id)[:256]
     part["arguments"] = value(block.get("input", block.get("arguments")), budget)

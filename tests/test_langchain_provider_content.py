@@ -834,5 +834,6 @@ def test_odd_blocks_are_rendered_without_losing_the_call(telemetry: InMemoryTele
             "server_tool_call_response": {"type": "server_tool_result"},
         },
         {"type": "refusal", "content": ""},
+        {"type": "tool_call", "name": "", "arguments": "{"},  # no tool_calls: the block's
         reasoning(""),
     ]
