@@ -343,14 +343,12 @@ def llm_output(response: object) -> LLMOutput:
         info = getattr(generation, "generation_info", None)
         value = info.get("finish_reason") if isinstance(info, Mapping) else None
         stop = value if isinstance(value, str) and value else None
-    if stop is None:
-        stop = shapes.incomplete_reason(getattr(message, "response_metadata", None))
+    stop = stop or shapes.incomplete_reason(message)
     stop = stop[:MAX_STOP_REASON] if stop is not None else None
     usage = NO_USAGE
     usage_metadata = getattr(message, "usage_metadata", None)
     if isinstance(usage_metadata, Mapping) and usage_metadata:
-        usage = usage_of(usage_metadata)
-        shapes.add_cache_write_split(usage, usage_metadata)
+        usage = shapes.with_cache_write_split(usage_of(usage_metadata), usage_metadata)
     else:
         llm_out = getattr(response, "llm_output", None)
         if isinstance(llm_out, Mapping):

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from symfonic_otel.extract import Usage
 
-__all__ = ["add_cache_write_split", "incomplete_reason", "semconv_provider"]
+__all__ = ["incomplete_reason", "semconv_provider", "with_cache_write_split"]
 
 # LangChain ``ls_provider`` -> semconv ``gen_ai.provider.name`` where the two differ; a name
 # not listed (``openai``, ``anthropic``, ``ollama``, ``groq``, ``deepseek``...) is kept as is.
@@ -49,23 +49,23 @@ def _count(raw: object) -> int:
     return raw
 
 
-def add_cache_write_split(usage: Usage, usage_metadata: Mapping[str, Any]) -> None:
-    """Cache writes langchain-anthropic only reports split by TTL (today's Anthropic usage),
-    added to a fresh reading that found none. They are part of ``input_tokens`` there."""
-    if usage.cache_creation_tokens:
-        return
+def with_cache_write_split(usage: Usage, usage_metadata: Mapping[str, Any]) -> Usage:
+    """``usage`` (a fresh reading) with the cache writes langchain-anthropic only reports split
+    by TTL (today's Anthropic usage) when it found none. They are part of ``input_tokens``."""
     details = usage_metadata.get("input_token_details")
-    if not isinstance(details, Mapping):
-        return
+    if usage.cache_creation_tokens or not isinstance(details, Mapping):
+        return usage
     written = sum(_count(details.get(key)) for key in _CACHE_WRITE_SPLIT)
     if written:
         usage.cache_creation_tokens = written
         usage.cache_in_input = True
+    return usage
 
 
-def incomplete_reason(metadata: object) -> str | None:
+def incomplete_reason(message: object) -> str | None:
     """Why an OpenAI Responses API response stopped short (``max_output_tokens``,
     ``content_filter``): its only finish reason. None for a completed response."""
+    metadata = getattr(message, "response_metadata", None)
     if not isinstance(metadata, Mapping) or metadata.get("status") != "incomplete":
         return None
     details = metadata.get("incomplete_details")
