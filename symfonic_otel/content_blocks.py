@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from itertools import islice
 from typing import Any, Final
 
-__all__ = ["is_server_tool", "nonblank", "reasoning_texts", "server_tool"]
+__all__ = ["is_server_tool", "media_uri", "nonblank", "reasoning_texts", "server_tool"]
 
 _MAX_ITEMS: Final = 64
 _MAX_DEPTH: Final = 3
@@ -28,6 +28,38 @@ _RESPONSES_TOOL_CALLS: Final = frozenset(
     {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call"}
     | {"mcp_call"}
 )
+
+
+# Media block type -> semconv modality (OpenAI's ``image_url`` / ``input_audio``, LangChain's
+# standard ``image`` / ``audio`` / ``video`` / ``file``, Anthropic's ``document``).
+_MODALITIES: Final[Mapping[str, str]] = {
+    "image_url": "image",
+    "image": "image",
+    "input_image": "image",
+    "audio": "audio",
+    "input_audio": "audio",
+    "video": "video",
+    "file": "document",
+    "document": "document",
+}
+
+
+def media_uri(block: Mapping[str, Any], kind: str) -> tuple[str, str, str | None] | None:
+    """(modality, URI, MIME type) of a media block that references its data by URL; None for
+    inline data (base64, ``data:`` URLs), which is recorded by type only."""
+    modality = _MODALITIES.get(kind)
+    if modality is None:
+        return None
+    url: object = block.get("url")
+    nested = block.get("image_url", block.get("source"))
+    if url is None and isinstance(nested, Mapping):  # OpenAI {"url": ...}, Anthropic's source
+        url = nested.get("url")
+    elif url is None:
+        url = nested  # OpenAI's bare string form
+    if not isinstance(url, str) or not url or url.startswith("data:"):
+        return None
+    mime = block.get("mime_type")
+    return modality, url, mime if isinstance(mime, str) and mime else None
 
 
 def nonblank(text: object) -> str | None:

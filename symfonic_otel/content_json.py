@@ -6,8 +6,8 @@ truncated)``: each text is cut at the capture limit (``content.MAX_CONTENT_CHARS
 else) and each attribute holds at most ``MAX_ATTRIBUTE_CHARS`` characters of text, so one long
 conversation cannot make a span unexportable. A message list over budget keeps its most recent
 messages (in order); structured values (tool arguments, results) keep their shape with long strings
-cut and wide or deep containers elided. Binary parts (images, audio, files) are recorded by type
-only.
+cut and wide or deep containers elided. Media referenced by URL are semconv ``uri`` parts; inline
+binary data (images, audio, files) is recorded by type only.
 """
 
 from __future__ import annotations
@@ -195,6 +195,12 @@ def _parts(content: object, budget: Budget, calls: bool = False) -> list[dict[st
         elif kind == "refusal":  # OpenAI Responses: the refusal is the message's content
             text = block.get("refusal")
             parts.append({"type": "refusal", "content": budget.text(str(text or ""))})
+        elif (media := blocks.media_uri(block, kind)) is not None:
+            modality, uri, mime = media
+            part = {"type": "uri", "modality": modality, "uri": budget.text(uri)}
+            if mime is not None:
+                part["mime_type"] = mime[:128]
+            parts.append(part)
         elif blocks.is_server_tool(kind):
             parts.append(_server_tool_part(block, kind, budget))
         elif kind not in _SKIPPED_BLOCKS:

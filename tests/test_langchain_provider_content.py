@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from langchain_anthropic import ChatAnthropic
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_ollama import ChatOllama
@@ -363,6 +363,43 @@ def test_openai_next_turn_carries_the_whole_history(telemetry: InMemoryTelemetry
         user("And doubled?"),
     ]
     assert third[semconv.GEN_AI_CONVERSATION_ID] == "t-1"
+
+
+def test_images_by_url_are_uri_parts_inline_data_by_type(telemetry: InMemoryTelemetry) -> None:
+    photo = "https://images.example/shelf-b.png"
+    inline = "data:image/png;base64,iVBORw0KGgo="
+    question = [
+        {"type": "text", "text": "How many boxes are on this shelf?"},
+        {"type": "image_url", "image_url": {"url": photo}},
+        {"type": "image", "url": photo, "mime_type": "image/png"},  # LangChain's standard block
+        {"type": "image_url", "image_url": {"url": inline}},
+    ]
+    with serve(WireResponse(recording("openai_stop_after_tool.json"))) as server:
+        model = openai(server, model="gpt-4o-mini")
+        model.invoke(
+            [HumanMessage(question)],
+            config={
+                "callbacks": [
+                    LangChainCallbackHandler(handler=telemetry.handler(capture_content=True))
+                ]
+            },
+        )
+        sent = server.requests[0].body["messages"][0]["content"]
+    assert [p["image_url"]["url"] for p in sent[1:]] == [photo, photo, inline]
+    (chat,) = chats(telemetry)
+    uri = {"type": "uri", "modality": "image", "uri": photo}
+    assert loads(chat[INPUT]) == [
+        {
+            "role": "user",
+            "parts": [
+                text("How many boxes are on this shelf?"),
+                uri,
+                uri,  # langchain-core hands callbacks the OpenAI form of the standard block
+                {"type": "image_url"},  # inline bytes: by type only
+            ],
+        }
+    ]
+    assert "iVBORw0KGgo" not in every_value(telemetry)
 
 
 def test_openai_refusal_is_a_refusal_part(telemetry: InMemoryTelemetry) -> None:
@@ -802,6 +839,8 @@ ODD_BLOCKS: list[Any] = [
     {"type": "function_call", "arguments": "{"},
     {"type": "thinking", "thinking": ""},
     "",
+    {"type": "image", "url": "https://x.test/a.png", "mime_type": "image/png"},
+    {"type": "image", "source": {"type": "base64", "data": "iVBO"}},
 ]
 
 
@@ -836,4 +875,11 @@ def test_odd_blocks_are_rendered_without_losing_the_call(telemetry: InMemoryTele
         {"type": "refusal", "content": ""},
         {"type": "tool_call", "name": "", "arguments": "{"},  # no tool_calls: the block's
         reasoning(""),
+        {
+            "type": "uri",
+            "modality": "image",
+            "uri": "https://x.test/a.png",
+            "mime_type": "image/png",
+        },
+        {"type": "image"},
     ]
