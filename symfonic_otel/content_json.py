@@ -54,6 +54,7 @@ _REASONING_BLOCKS: Final = frozenset({"thinking", "reasoning"})
 _SKIPPED_BLOCKS: Final = frozenset(
     {"tool_use", "tool_call", "tool_call_chunk", "function_call", "redacted_thinking"}
 )
+# Text one server tool part may take: a web search's pages must not crowd out the answer.
 _SERVER_PART_CHARS: Final = 1024
 # Tool calls as content blocks: read from there only when the message has no ``tool_calls``.
 _CALL_BLOCKS: Final = frozenset({"tool_use", "function_call"})
@@ -266,9 +267,8 @@ def message_dict(message: object, budget: Budget) -> dict[str, Any]:
     if role == "assistant":
         extra = _field(message, "additional_kwargs")
         extra = extra if isinstance(extra, Mapping) else {}
-        reasoning = blocks.nonblank(
-            extra.get("reasoning_content")
-        )  # langchain-ollama, -deepseek...
+        # langchain-ollama, langchain-deepseek...: the reasoning beside the content.
+        reasoning = blocks.nonblank(extra.get("reasoning_content"))
         if reasoning is not None and not any(p["type"] == "reasoning" for p in parts):
             parts.insert(0, {"type": "reasoning", "content": budget.text(reasoning)})
         refusal = blocks.nonblank(extra.get("refusal"))  # OpenAI: the refusal, with no content
