@@ -6,8 +6,8 @@ truncated)``: each text is cut at the capture limit (``content.MAX_CONTENT_CHARS
 else) and each attribute holds at most ``MAX_ATTRIBUTE_CHARS`` characters of text, so one long
 conversation cannot make a span unexportable. A message list over budget keeps its most recent
 messages (in order); structured values (tool arguments, results) keep their shape with long strings
-cut and wide or deep containers elided. Binary parts (images, audio, files) are recorded by type
-only.
+cut and wide or deep containers elided. Media referenced by URL are semconv ``uri`` parts; inline
+binary data (images, audio, files) is recorded by type only.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from symfonic_otel import content_blocks as blocks
 from symfonic_otel.content import MAX_CONTENT_CHARS, truncate
 
 __all__ = [
@@ -48,18 +49,24 @@ _ROLES: Final = {
     "function": "tool",
 }
 _REASONING_BLOCKS: Final = frozenset({"thinking", "reasoning"})
-# Content blocks recorded through another field (tool calls) or carrying no text to keep.
+# Content blocks recorded through another field (tool calls: Anthropic's ``tool_use``, OpenAI
+# Responses' ``function_call``, LangChain's own) or carrying no text to keep.
 _SKIPPED_BLOCKS: Final = frozenset(
-    {"tool_use", "tool_call", "tool_call_chunk", "redacted_thinking"}
+    {"tool_use", "tool_call", "tool_call_chunk", "function_call", "redacted_thinking"}
 )
+# Text one server tool part may take: a web search's pages must not crowd out the answer.
+_SERVER_PART_CHARS: Final = 1024
+# Tool calls as content blocks: read from there only when the message has no ``tool_calls``.
+_CALL_BLOCKS: Final = frozenset({"tool_use", "function_call"})
 
 
 class Budget:
     """Characters of text one attribute may still take; remembers whether anything was cut."""
 
-    __slots__ = ("remaining", "truncated")
+    __slots__ = ("remaining", "total", "truncated")
 
     def __init__(self, total: int = MAX_ATTRIBUTE_CHARS) -> None:
+        self.total = total
         self.remaining = total
         self.truncated = False
 
@@ -103,7 +110,8 @@ def value(item: object, budget: Budget, depth: int = 0) -> Any:
             if index >= _MAX_ITEMS or budget.spent:
                 budget.truncated = True
                 break
-            out[budget.text(str(key))] = value(member, budget, depth + 1)
+            name = budget.text(str(key))  # before the member: it may spend the rest
+            out[name] = value(member, budget, depth + 1)
         return out
     if isinstance(item, list | tuple | set | frozenset):
         items: list[Any] = []
@@ -150,8 +158,9 @@ def _content(message: object) -> object:
     return _field(message, "content")
 
 
-def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
-    """Text and reasoning parts of a message's content; other blocks by type only."""
+def _parts(content: object, budget: Budget, calls: bool = False) -> list[dict[str, Any]]:
+    """Text, reasoning, tool-result and server-tool parts of a message's content (and its tool
+    calls when ``calls``: history in a provider's own shape); other blocks by type only."""
     if content is None:
         return []
     if isinstance(content, str):
@@ -160,8 +169,9 @@ def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
         return [{"type": "text", "content": budget.text(str(content))}]
     parts: list[dict[str, Any]] = []
     for block in content[:_MAX_ITEMS]:
-        if isinstance(block, str):
-            parts.append({"type": "text", "content": budget.text(block)})
+        if isinstance(block, str):  # merged stream chunks may leave an empty one: no text
+            if block:
+                parts.append({"type": "text", "content": budget.text(block)})
             continue
         if not isinstance(block, Mapping):
             continue
@@ -171,11 +181,59 @@ def _parts(content: object, budget: Budget) -> list[dict[str, Any]]:
             text = block.get("text")
             parts.append({"type": "text", "content": budget.text(str(text or ""))})
         elif kind in _REASONING_BLOCKS:
-            text = block.get(kind) or block.get("text") or ""
-            parts.append({"type": "reasoning", "content": budget.text(str(text))})
+            parts.extend(
+                {"type": "reasoning", "content": budget.text(text)}
+                for text in blocks.reasoning_texts(block, kind)
+            )
+        elif kind in _CALL_BLOCKS and calls:  # Anthropic's / Responses' call, no tool_calls
+            parts.append(_block_call(block, budget))
+        elif kind == "tool_result":  # Anthropic's, in a user message
+            part = {"type": "tool_call_response"}
+            if block.get("tool_use_id") is not None:
+                part["id"] = str(block.get("tool_use_id"))[:256]
+            part["response"] = value(block.get("content"), budget)
+            parts.append(part)
+        elif kind == "refusal":  # OpenAI Responses: the refusal is the message's content
+            text = block.get("refusal")
+            parts.append({"type": "refusal", "content": budget.text(str(text or ""))})
+        elif (media := blocks.media_uri(block, kind)) is not None:
+            modality, uri, mime = media
+            part = {"type": "uri", "modality": modality, "uri": budget.text(uri)}
+            if mime is not None:
+                part["mime_type"] = mime[:128]
+            parts.append(part)
+        elif blocks.is_server_tool(kind):
+            parts.append(_server_tool_part(block, kind, budget))
         elif kind not in _SKIPPED_BLOCKS:
             parts.append({"type": kind[:64] or "unknown"})
     return parts
+
+
+def _server_tool_part(block: Mapping[str, Any], kind: str, budget: Budget) -> dict[str, Any]:
+    """A tool the provider ran itself, or its result, as semconv's server tool call parts."""
+    field, call_id, name, details = blocks.server_tool(block, kind)
+    part: dict[str, Any] = {"type": field}
+    if call_id is not None:
+        part["id"] = call_id
+    if name is not None:
+        part["name"] = budget.text(name)
+    # Each gets a share of the budget (a web search's pages, a generated image...), so the
+    # text after it stays.
+    share = Budget(min(_SERVER_PART_CHARS, budget.remaining))
+    part[field] = value(details, share)
+    budget.remaining -= share.total - share.remaining
+    budget.truncated = budget.truncated or share.truncated
+    return part
+
+
+def _block_call(block: Mapping[str, Any], budget: Budget) -> dict[str, Any]:
+    call_id = block.get("id") if block.get("type") == "tool_use" else block.get("call_id")
+    name = str(block.get("name") or "")
+    part: dict[str, Any] = {"type": "tool_call", "name": budget.text(name)}
+    if call_id is not None:
+        part["id"] = str(call_id)[:256]
+    part["arguments"] = value(block.get("input", block.get("arguments")), budget)
+    return part
 
 
 def _tool_calls(message: object, budget: Budget) -> list[dict[str, Any]]:
@@ -204,8 +262,18 @@ def message_dict(message: object, budget: Budget) -> dict[str, Any]:
             part["id"] = str(call_id)[:256]
         part["response"] = value(_content(message), budget)
         return {"role": role, "parts": [part]}
-    parts = _parts(_content(message), budget)
+    calls = role == "assistant" and not _field(message, "tool_calls")
+    parts = _parts(_content(message), budget, calls)
     if role == "assistant":
+        extra = _field(message, "additional_kwargs")
+        extra = extra if isinstance(extra, Mapping) else {}
+        # langchain-ollama, langchain-deepseek...: the reasoning beside the content.
+        reasoning = blocks.nonblank(extra.get("reasoning_content"))
+        if reasoning is not None and not any(p["type"] == "reasoning" for p in parts):
+            parts.insert(0, {"type": "reasoning", "content": budget.text(reasoning)})
+        refusal = blocks.nonblank(extra.get("refusal"))  # OpenAI: the refusal, with no content
+        if refusal is not None and not any(p["type"] == "refusal" for p in parts):
+            parts.append({"type": "refusal", "content": budget.text(refusal)})
         parts.extend(_tool_calls(message, budget))
     return {"role": role, "parts": parts}
 

@@ -29,6 +29,7 @@ from symfonic_otel.agent.termination import (
 from symfonic_otel.content import MAX_CONTENT_CHARS
 from symfonic_otel.events import ContentType
 from symfonic_otel.extract import Usage, usage_of
+from symfonic_otel.langchain import provider_shapes as shapes
 
 __all__ = [
     "NO_CALL_FIELDS",
@@ -342,11 +343,12 @@ def llm_output(response: object) -> LLMOutput:
         info = getattr(generation, "generation_info", None)
         value = info.get("finish_reason") if isinstance(info, Mapping) else None
         stop = value if isinstance(value, str) and value else None
+    stop = stop or shapes.incomplete_reason(message)
     stop = stop[:MAX_STOP_REASON] if stop is not None else None
     usage = NO_USAGE
     usage_metadata = getattr(message, "usage_metadata", None)
     if isinstance(usage_metadata, Mapping) and usage_metadata:
-        usage = usage_of(usage_metadata)
+        usage = shapes.with_cache_write_split(usage_of(usage_metadata), usage_metadata)
     else:
         llm_out = getattr(response, "llm_output", None)
         if isinstance(llm_out, Mapping):
@@ -374,7 +376,7 @@ NO_CALL_FIELDS: Final = CallFields()
 def call_fields(metadata: Mapping[str, Any], kwargs: Mapping[str, Any]) -> CallFields:
     return CallFields(
         model=model_name(metadata, kwargs),
-        provider=bounded(metadata.get("ls_provider")),
+        provider=shapes.semconv_provider(bounded(metadata.get("ls_provider"))),
         node=bounded(metadata.get("langgraph_node")) or "",
         tenant=bounded(metadata.get("tenant_id")),
     )
