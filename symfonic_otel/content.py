@@ -32,11 +32,16 @@ def truncate(text: str, limit: int = MAX_CONTENT_CHARS) -> tuple[str, bool]:
     return clean_text(text[:limit], limit * 4), True
 
 
-def messages_json(role: str, text: str) -> tuple[str, bool]:
-    """A GenAI-semconv message list holding one text part, truncated to the capture limit."""
+def messages_json(role: str, text: str, finish_reason: str | None = None) -> tuple[str, bool]:
+    """A GenAI-semconv message list holding one text part, truncated to the capture limit.
+
+    ``finish_reason`` is for output messages, where semconv requires one.
+    """
     clipped, truncated = truncate(text)
-    payload = [{"role": role, "parts": [{"type": "text", "content": clipped}]}]
-    return json.dumps(payload, ensure_ascii=False), truncated
+    message: dict[str, object] = {"role": role, "parts": [{"type": "text", "content": clipped}]}
+    if finish_reason is not None:
+        message["finish_reason"] = finish_reason
+    return json.dumps([message], ensure_ascii=False), truncated
 
 
 def json_text(value: object) -> tuple[str, bool]:

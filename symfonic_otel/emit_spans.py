@@ -113,7 +113,9 @@ class SpanEmitter:
             if interrupt_name:
                 attributes[semconv.RUN_INTERRUPT_NAME] = interrupt_name
         if self.capture_content and final_response:
-            _capture(attributes, semconv.GEN_AI_OUTPUT_MESSAGES, "assistant", final_response)
+            _capture(
+                attributes, semconv.GEN_AI_OUTPUT_MESSAGES, "assistant", final_response, "stop"
+            )
         if outcome == "error":
             attributes[semconv.ERROR_TYPE] = error_type or semconv.OTHER_VALUE
         if extra:
@@ -173,7 +175,8 @@ class SpanEmitter:
         if call.finish_reason is not None:
             attributes[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = (call.finish_reason,)
         if self.capture_content and call.output:
-            _capture(attributes, semconv.GEN_AI_OUTPUT_MESSAGES, "assistant", call.output)
+            finish = call.finish_reason or "stop"  # the provider's own, else a plain end
+            _capture(attributes, semconv.GEN_AI_OUTPUT_MESSAGES, "assistant", call.output, finish)
         if call.error_type is not None:
             attributes[semconv.ERROR_TYPE] = call.error_type
         if where.extra:
@@ -366,8 +369,10 @@ def _capture_json(attributes: dict[str, Any], key: str, value: object) -> None:
         attributes[semconv.CONTENT_TRUNCATED] = True
 
 
-def _capture(attributes: dict[str, Any], key: str, role: str, text: str) -> None:
-    payload, truncated = messages_json(role, text)
+def _capture(
+    attributes: dict[str, Any], key: str, role: str, text: str, finish_reason: str | None = None
+) -> None:
+    payload, truncated = messages_json(role, text, finish_reason)
     attributes[key] = payload
     if truncated:
         attributes[semconv.CONTENT_TRUNCATED] = True

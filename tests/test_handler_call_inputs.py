@@ -350,6 +350,48 @@ async def test_unreadable_pre_call_messages_keep_llm_start_ones(
     assert semconv.GEN_AI_TOOL_DEFINITIONS in attrs
 
 
+async def test_output_messages_carry_the_finish_reason_semconv_requires(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """semconv's output message has a required ``finish_reason``: the chat span's is the
+    provider's own when the event reports one, else ``stop``; the run's final answer ``stop``."""
+    handler = telemetry.handler(capture_content=True)
+    chat = await _call(telemetry, handler)
+    (run,) = [s for s in telemetry.spans() if s.name.startswith("invoke_agent")]
+    assert json.loads(_attrs(chat)[semconv.GEN_AI_OUTPUT_MESSAGES]) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": OUTPUT}],
+            "finish_reason": "stop",
+        }
+    ]
+    assert json.loads(_attrs(run)[semconv.GEN_AI_OUTPUT_MESSAGES]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "ok"}], "finish_reason": "stop"}
+    ]
+    await handler.on_agent_start(AgentStart(query="q", run_id="r2"))
+    await handler.on_llm_end(
+        SimpleNamespace(
+            model="gpt-4o",
+            output="cut short",
+            usage={},
+            run_id="r2",
+            node_name="react",
+            stop_reason="length",
+        )
+    )
+    await handler.on_agent_end(
+        AgentEnd(run_id="r2", final_response="", duration_ms=1.0, node_count=1)
+    )
+    (cut,) = [
+        s
+        for s in telemetry.spans()
+        if s.name == "chat gpt-4o" and _attrs(s).get(semconv.RUN_ID) == "r2"
+    ]
+    (message,) = json.loads(_attrs(cut)[semconv.GEN_AI_OUTPUT_MESSAGES])
+    assert message["finish_reason"] == "length"
+    assert _internal_errors(telemetry) == 0
+
+
 async def test_long_input_is_truncated_and_flagged(telemetry: InMemoryTelemetry) -> None:
     handler = telemetry.handler(capture_content=True)
     long_text = "x" * (MAX_CONTENT_CHARS + 100)
