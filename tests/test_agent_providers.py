@@ -20,6 +20,7 @@ from langchain_core.tools import tool
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
+from provider_turns import response, responses_usage
 from wire_server import WireResponse, WireServer, recording, recording_bytes, serve
 
 from symfonic_otel.agent import FrameworkConfig, ReactAgent, StreamFinal
@@ -226,6 +227,39 @@ async def test_ollama_length_is_max_tokens() -> None:
         agent = ReactAgent(ChatOllama(model="qwen3:8b", base_url=server.url), [stock])
         response = await agent.run("Is sku-42 in stock?")
     assert (response.final_response, response.stop_reason) == ("sku-42 has", "max_tokens")
+
+
+# --- OpenAI Responses API: langchain-openai with use_responses_api ----------------------------
+
+
+@pytest.mark.parametrize(("reason", "normalised"), [("max_output_tokens", "max_tokens")])
+async def test_responses_api_cut_response_is_a_max_tokens_exit(
+    reason: str, normalised: str
+) -> None:
+    """The Responses API reports no finish reason: a cut response is ``status: incomplete``
+    with its reason in ``incomplete_details``, which the loop must read as max_tokens."""
+    said = {"type": "output_text", "text": "sku-42 has", "annotations": []}
+    message = {"id": "msg_1", "type": "message", "status": "incomplete", "role": "assistant"}
+    cut = response(
+        "resp_1",
+        [{**message, "content": [said]}],
+        responses_usage(40, 0, 16, 0),
+        status="incomplete",
+        incomplete_details={"reason": reason},
+    )
+    recorder = Recorder()
+    with serve(WireResponse(cut)) as server:
+        model = ChatOpenAI(
+            model="gpt-5-mini",
+            api_key="k",  # type: ignore[arg-type]
+            base_url=f"{server.url}/v1",
+            use_responses_api=True,
+            max_retries=0,
+        )
+        agent = ReactAgent(model, [stock], callbacks=[recorder])
+        answer = await agent.run("Is sku-42 in stock?")
+    assert (answer.final_response, answer.stop_reason) == ("sku-42 has", normalised)
+    assert [e.stop_reason for e in recorder.of("llm_end")] == [reason]
 
 
 # --- OpenAI-compatible gateways: langchain-openai ---------------------------------------------

@@ -28,6 +28,7 @@ __all__ = [
     "RouteAction",
     "RouteReason",
     "finishes_on_text_with_tool_calls",
+    "incomplete_reason",
     "normalize_stop_reason",
     "raw_stop_reason",
     "reported_stop_reason",
@@ -50,6 +51,12 @@ _OPENAI: Final[Mapping[str, str]] = {
     "stop": END_TURN,
     "length": MAX_TOKENS,
     "tool_calls": TOOL_USE,
+    "content_filter": REFUSAL,
+}
+# The OpenAI Responses API has no finish reason: a cut response says ``status: incomplete``
+# and why in ``incomplete_details``.
+_RESPONSES_INCOMPLETE: Final[Mapping[str, str]] = {
+    "max_output_tokens": MAX_TOKENS,
     "content_filter": REFUSAL,
 }
 _ANTHROPIC: Final[Mapping[str, str]] = {v: v for v in (END_TURN, MAX_TOKENS, TOOL_USE, REFUSAL)}
@@ -135,10 +142,22 @@ def _raw(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def incomplete_reason(metadata: Mapping[str, Any]) -> str | None:
+    """Why an OpenAI Responses API response stopped short (``max_output_tokens``,
+    ``content_filter``), from its ``response_metadata``; None unless it is incomplete."""
+    if metadata.get("status") != "incomplete":
+        return None
+    details = metadata.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return reason if isinstance(reason, str) and reason else "incomplete"
+
+
 def raw_stop_reason(message: Any) -> str | None:
-    """The provider's own stop value from ``response_metadata``, or ``None`` (bare EOF)."""
-    found = _raw(_metadata(message))
-    return found[1] if found is not None else None
+    """The provider's own stop value from ``response_metadata`` (a Responses API cut: why it is
+    incomplete), or ``None`` (bare EOF)."""
+    metadata = _metadata(message)
+    found = _raw(metadata)
+    return found[1] if found is not None else incomplete_reason(metadata)
 
 
 def stop_vocabulary(message: Any) -> Mapping[str, str]:
@@ -180,7 +199,8 @@ def stop_reasons(message: Any) -> tuple[str | None, str | None]:
     if extra and isinstance(extra, Mapping) and extra.get("refusal") and raw in (None, "stop"):
         return raw, REFUSAL
     if found is None:
-        return None, None
+        cut = incomplete_reason(metadata)
+        return cut, _RESPONSES_INCOMPLETE.get(cut, cut) if cut is not None else None
     return raw, _vocabulary(metadata, found).get(found[1], found[1])
 
 

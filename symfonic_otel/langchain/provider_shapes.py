@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from symfonic_otel.agent import termination
 from symfonic_otel.extract import Usage
 
 __all__ = ["incomplete_reason", "semconv_provider", "with_cache_write_split"]
@@ -63,11 +64,6 @@ def with_cache_write_split(usage: Usage, usage_metadata: Mapping[str, Any]) -> U
 
 
 def incomplete_reason(message: object) -> str | None:
-    """Why an OpenAI Responses API response stopped short (``max_output_tokens``,
-    ``content_filter``): its only finish reason. None for a completed response."""
+    """Why an OpenAI Responses API response stopped short: its only finish reason."""
     metadata = getattr(message, "response_metadata", None)
-    if not isinstance(metadata, Mapping) or metadata.get("status") != "incomplete":
-        return None
-    details = metadata.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, Mapping) else None
-    return reason if isinstance(reason, str) and reason else "incomplete"
+    return termination.incomplete_reason(metadata) if isinstance(metadata, Mapping) else None
