@@ -119,6 +119,7 @@ class CallFlow:
                 usage.output_tokens or 0,
                 usage.cache_read_tokens,
                 usage.cache_creation_tokens,
+                usage.cache_creation_1h_tokens,
             )
         )
         recovered = (

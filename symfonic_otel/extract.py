@@ -122,6 +122,8 @@ class Usage:
     cache_creation_tokens: int = 0
     cache_in_input: bool = True  # whether ``input_tokens`` already counts the cache tokens
     reasoning_tokens: int = 0  # part of ``output_tokens``
+    # Part of ``cache_creation_tokens``: Anthropic's one-hour writes, billed above the others.
+    cache_creation_1h_tokens: int = 0
 
     def uncached_input(self) -> int:
         cached = self.cache_read_tokens + self.cache_creation_tokens
@@ -174,6 +176,9 @@ def usage_of(raw: object) -> Usage:
     reading.cache_creation_tokens = _detail(raw, "input_token_details", "cache_creation") or (
         _tokens(raw, "cache_creation_input_tokens") or 0
     )
+    reading.cache_creation_1h_tokens = _detail(
+        raw, "input_token_details", "ephemeral_1h_input_tokens"
+    ) or _detail(raw, "cache_creation", "ephemeral_1h_input_tokens")
     reading.reasoning_tokens = _detail(raw, "output_token_details", "reasoning") or _detail(
         raw, "completion_tokens_details", "reasoning_tokens"
     )

@@ -21,12 +21,15 @@ class ModelPrice:
     ``cache_read_per_million`` prices input tokens served from the provider's prompt cache and
     ``cache_creation_per_million`` those written to it; either left ``None`` is priced as plain
     input (what the provider bills when it has no cache tier), never guessed lower.
+    ``cache_creation_1h_per_million`` prices writes with a one-hour lifetime (Anthropic bills
+    them above the default five-minute ones); ``None`` prices them as other writes.
     """
 
     input_per_million: float
     output_per_million: float
     cache_read_per_million: float | None = None
     cache_creation_per_million: float | None = None
+    cache_creation_1h_per_million: float | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -34,6 +37,7 @@ class ModelPrice:
             "output_per_million",
             "cache_read_per_million",
             "cache_creation_per_million",
+            "cache_creation_1h_per_million",
         ):
             value = getattr(self, name)
             if value is None and name.startswith("cache_"):
@@ -52,15 +56,24 @@ class ModelPrice:
         output_tokens: int,
         cache_read_tokens: int = 0,
         cache_creation_tokens: int = 0,
+        cache_creation_1h_tokens: int = 0,
     ) -> float:
-        """USD for one call; ``input_tokens`` excludes the cache tokens passed separately."""
+        """USD for one call; ``input_tokens`` excludes the cache tokens passed separately, and
+        ``cache_creation_1h_tokens`` is the part of ``cache_creation_tokens`` kept for an hour."""
         read = self.cache_read_per_million
-        created = self.cache_creation_per_million
+        created = self.input_per_million
+        if self.cache_creation_per_million is not None:
+            created = self.cache_creation_per_million
+        created_1h = created
+        if self.cache_creation_1h_per_million is not None:
+            created_1h = self.cache_creation_1h_per_million
+        one_hour = min(max(cache_creation_1h_tokens, 0), cache_creation_tokens)
         return (
             input_tokens * self.input_per_million
             + output_tokens * self.output_per_million
             + cache_read_tokens * (self.input_per_million if read is None else read)
-            + cache_creation_tokens * (self.input_per_million if created is None else created)
+            + (cache_creation_tokens - one_hour) * created
+            + one_hour * created_1h
         ) / 1_000_000
 
 
@@ -93,10 +106,11 @@ DEFAULT_PRICES: Mapping[str, ModelPrice] = {
     "gpt-5-nano": ModelPrice(0.05, 0.40, 0.005),
     "o3": ModelPrice(2.00, 8.00, 0.50),
     "o4-mini": ModelPrice(1.10, 4.40, 0.275),
-    "claude-opus-4": ModelPrice(15.00, 75.00, 1.50, 18.75),
-    "claude-sonnet-4": ModelPrice(3.00, 15.00, 0.30, 3.75),
-    "claude-3-5-haiku": ModelPrice(0.80, 4.00, 0.08, 1.00),
-    "claude-haiku-4-5": ModelPrice(1.00, 5.00, 0.10, 1.25),
+    # Anthropic: five-minute cache writes at 1.25x input, one-hour writes at 2x.
+    "claude-opus-4": ModelPrice(15.00, 75.00, 1.50, 18.75, 30.00),
+    "claude-sonnet-4": ModelPrice(3.00, 15.00, 0.30, 3.75, 6.00),
+    "claude-3-5-haiku": ModelPrice(0.80, 4.00, 0.08, 1.00, 1.60),
+    "claude-haiku-4-5": ModelPrice(1.00, 5.00, 0.10, 1.25, 2.00),
 }
 
 _MEMO_CAP = 1024

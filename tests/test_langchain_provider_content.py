@@ -143,6 +143,30 @@ def test_anthropic_thinking_text_and_tool_use_blocks_with_cache_writes(
     assert one[semconv.LLM_COST_USD] == pytest.approx(price.cost(398, 155, 600, 1200))
 
 
+def test_anthropic_one_hour_cache_writes_are_priced_at_their_own_rate(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    first = recording("anthropic_thinking_text_tool_use.json")
+    # Edited: 800 of the 1,200 written tokens were written for an hour.
+    first["usage"].update(
+        cache_read_input_tokens=600,
+        cache_creation_input_tokens=1200,
+        cache_creation={"ephemeral_5m_input_tokens": 400, "ephemeral_1h_input_tokens": 800},
+    )
+    second = recording("anthropic_end_turn_after_tool.json")
+    with serve(WireResponse(first), WireResponse(second)) as server:
+        model = ChatAnthropic(  # type: ignore[call-arg]
+            model=first["model"], base_url=server.url, api_key="k", max_retries=0, max_tokens=2048
+        )
+        run_turn(telemetry, model, [get_user_country], "Where?", capture=False, path="invoke")
+    one, _ = chats(telemetry)
+    assert one[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] == 1200
+    price = DEFAULT_PRICES["claude-sonnet-4"]
+    expected = price.cost(398, 155, 600, 1200, 800)
+    assert one[semconv.LLM_COST_USD] == pytest.approx(expected)
+    assert expected > price.cost(398, 155, 600, 1200)  # the one-hour rate is the higher one
+
+
 def test_anthropic_native_history_keeps_its_tool_use_and_tool_result(
     telemetry: InMemoryTelemetry,
 ) -> None:

@@ -8,7 +8,7 @@ from symfonic_otel import ModelPrice, semconv
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
-SONNET = ModelPrice(3.00, 15.00, 0.30, 3.75)
+SONNET = ModelPrice(3.00, 15.00, 0.30, 3.75, 6.00)
 
 
 def _cost(
@@ -73,6 +73,38 @@ def test_recorded_bedrock_usage_is_priced_with_its_cache_write(
     assert ModelPrice(0.80, 4.00).cost(4 + 18131, 50) < cost
 
 
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {  # Anthropic's raw usage: the writes beside input_tokens, split by lifetime
+            "input_tokens": 40,
+            "cache_creation_input_tokens": 3_000,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": 1_000,
+                "ephemeral_1h_input_tokens": 2_000,
+            },
+            "cache_read_input_tokens": 0,
+            "output_tokens": 10,
+        },
+        {  # LangChain's usage_metadata: the writes inside input_tokens
+            "input_tokens": 3_040,
+            "output_tokens": 10,
+            "input_token_details": {"cache_creation": 3_000, "ephemeral_1h_input_tokens": 2_000},
+        },
+    ],
+    ids=["raw", "langchain"],
+)
+def test_one_hour_cache_writes_cost_twice_the_input_price(
+    telemetry: InMemoryTelemetry, usage: dict[str, object]
+) -> None:
+    cost = _cost(telemetry, "claude-sonnet-4-20250514", usage)
+    assert cost == pytest.approx((40 * 3.00 + 1_000 * 3.75 + 2_000 * 6.00 + 10 * 15.00) / 1e6)
+    # A price with no one-hour tier prices them as other writes, never as plain input.
+    assert ModelPrice(3.00, 15.00, 0.30, 3.75).cost(40, 10, 0, 3_000, 2_000) == pytest.approx(
+        (40 * 3.00 + 3_000 * 3.75 + 10 * 15.00) / 1e6
+    )
+
+
 def test_a_price_without_cache_tiers_prices_cache_as_plain_input(
     telemetry: InMemoryTelemetry,
 ) -> None:
@@ -98,7 +130,10 @@ def test_default_table_has_cache_prices() -> None:
     assert DEFAULT_PRICES["claude-sonnet-4"] == SONNET
 
 
-@pytest.mark.parametrize("field", ["cache_read_per_million", "cache_creation_per_million"])
+@pytest.mark.parametrize(
+    "field",
+    ["cache_read_per_million", "cache_creation_per_million", "cache_creation_1h_per_million"],
+)
 @pytest.mark.parametrize("value", [-1.0, float("nan"), "0.3", True])
 def test_bad_cache_prices_are_rejected_naming_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
