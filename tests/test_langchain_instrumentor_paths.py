@@ -338,3 +338,44 @@ def test_uninstrument_during_a_turn_ends_that_turn_and_records_no_more(
     scripted_agent(tool_turn(), "3").invoke({"messages": [("user", "1+2")]})
     assert len(telemetry.spans()) == 4
     assert handler is not None and handler.tracked_runs == handler.tracked_calls == 0
+
+
+# --- the handler options, through instrument() and the environment -----------------------------
+
+
+@pytest.mark.parametrize("from_env", [False, True], ids=["argument", "environment"])
+def test_instrument_options_reach_every_run(
+    telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch, from_env: bool
+) -> None:
+    """``node_spans``, ``agent_name``, ``tenant_id`` as ``instrument()`` arguments; content
+    capture as an argument or from ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``."""
+    monkeypatch.setenv(semconv.CAPTURE_CONTENT_ENV, "true" if from_env else "false")
+    options: dict[str, Any] = {} if from_env else {"capture_content": True}
+    instrumentor = SymfonicLangChainInstrumentor()
+    instrumentor.instrument(
+        tracer_provider=telemetry.tracer_provider,
+        meter_provider=telemetry.meter_provider,
+        node_spans=True,
+        agent_name="support-bot",
+        tenant_id="acme",
+        **options,
+    )
+    try:
+        handler = instrumentor.callback_handler
+        assert handler is not None
+        telemetry.track(handler.handler)
+        scripted_agent(tool_turn(), "The sum is 3.").invoke({"messages": [("user", "1+2")]})
+    finally:
+        instrumentor.uninstrument()
+
+    root = telemetry.span(semconv.agent_span_name("support-bot"))
+    nodes = named(telemetry.spans(), f"{semconv.OP_INVOKE_NODE} ")
+    assert sorted(s.name for s in nodes) == [
+        "invoke_node agent",
+        "invoke_node agent",
+        "invoke_node tools",
+    ]
+    assert all(parent_is(node, root) for node in nodes)
+    assert "1+2" in str((root.attributes or {})[semconv.GEN_AI_INPUT_MESSAGES])
+    assert {(s.attributes or {})[semconv.TENANT_ID] for s in telemetry.spans()} == {"acme"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
