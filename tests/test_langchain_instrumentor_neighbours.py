@@ -2,23 +2,26 @@
 
 Both wrap ``BaseCallbackManager.__init__`` too. Enabled together, each must keep recording its
 own spans, and uninstrumenting ours, whatever the order they were instrumented in, must take
-out our wrapper only (OpenLLMetry and ``unwrap`` drop the outermost wrapper; OpenInference puts
-back the method it saw, which may be ours).
+out our wrapper only (``opentelemetry.instrumentation.utils.unwrap`` drops the outermost wrapper,
+whoever's it is; OpenInference puts back the method it saw, which may be ours).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from langchain_core.callbacks import BaseCallbackManager, CallbackManager
-from langgraph.pregel import Pregel
-from langgraph.types import Command
+from langchain_core.callbacks import CallbackManager
 from openinference.instrumentation.langchain import LangChainInstrumentor as OpenInference
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
     BaseInstrumentor,
 )
 from opentelemetry.instrumentation.langchain import LangchainInstrumentor as OpenLLMetry
+from wrapt import BoundFunctionWrapper, FunctionWrapper
 
 from symfonic_otel import LangChainCallbackHandler
 from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
@@ -33,17 +36,40 @@ from tests.langchain_support import (
 
 OPENINFERENCE = "openinference.instrumentation.langchain"
 OPENLLMETRY = "opentelemetry.instrumentation.langchain"
-# What OpenLLMetry 0.62's uninstrument leaves wrapped (it hands ``unwrap`` a module path that
-# does not resolve), restored by hand after each test so later tests run on plain LangChain.
-LEFT_WRAPPED = (
-    (BaseCallbackManager, "__init__"),
-    (Command, "__init__"),
-    (Pregel, "stream"),
-    (Pregel, "astream"),
-)
+# Modules OpenLLMetry wraps when they are installed, imported first so the snapshot holds them.
+OPTIONAL_TARGETS = ("langchain_openai.chat_models.base", "langchain_openai.llms.base")
+
+
+def wrapt_snapshot() -> dict[tuple[Any, str], object]:
+    """Every attribute of LangChain's and LangGraph's modules and of their classes."""
+    for name in OPTIONAL_TARGETS:
+        if importlib.util.find_spec(name.split(".")[0]) is not None:
+            importlib.import_module(name)
+    found: dict[tuple[Any, str], object] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(("langchain", "langgraph")):
+            continue
+        for key, value in list(vars(module).items()):
+            found[(module, key)] = value
+            if isinstance(value, type) and value.__module__ == name:
+                found.update({(value, k): v for k, v in list(vars(value).items())})
+    return found
+
+
+def restore_unwrapped(before: dict[tuple[Any, str], object]) -> None:
+    """Put back what a wrapt wrapper replaced since ``before``. OpenLLMetry 0.62's uninstrument
+    leaves ``BaseCallbackManager.__init__``, ``Pregel.stream`` and its ``langchain_openai``
+    wrappers in place (it hands ``unwrap`` module paths that do not resolve), so later tests
+    would run with its callback handler and header injection."""
+    for (owner, key), value in wrapt_snapshot().items():
+        wrapped = isinstance(value, FunctionWrapper | BoundFunctionWrapper)
+        if wrapped and (owner, key) in before and before[(owner, key)] is not value:
+            setattr(owner, key, before[(owner, key)])
+
+
 ORDERS = {
     "ours-first": ("ours", "openllmetry", "openinference"),
-    "ours-between": ("openinference", "ours", "openllmetry"),  # opentelemetry-instrument's order
+    "ours-between": ("openinference", "ours", "openllmetry"),  # the entry points' order here
     "ours-last": ("openllmetry", "openinference", "ours"),
 }
 
@@ -74,7 +100,7 @@ class Neighbours:
         }
         self._telemetry = {"ours": ours, "openllmetry": theirs, "openinference": theirs}
         self._order: tuple[str, ...] = ()
-        self._originals = {(cls, name): vars(cls)[name] for cls, name in LEFT_WRAPPED}
+        self._before = wrapt_snapshot()
 
     def instrument(self, order: tuple[str, ...]) -> LangChainCallbackHandler:
         self._order = order
@@ -96,8 +122,7 @@ class Neighbours:
         for name in reversed(self._order):
             if self.all[name].is_instrumented_by_opentelemetry:
                 self.uninstrument(name)
-        for (cls, name), original in self._originals.items():  # later tests get them back
-            setattr(cls, name, original)
+        restore_unwrapped(self._before)
 
 
 @pytest.fixture

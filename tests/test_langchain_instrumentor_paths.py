@@ -83,15 +83,19 @@ def parent_is(child: ReadableSpan, parent: ReadableSpan) -> bool:
 # --- a handler of the user's next to the instrumentor: each run recorded once -------------------
 
 
-def parent_calling(sub: Any, config: dict[str, Any] | None) -> Any:
+def parent_calling(sub: Any, config: dict[str, Any] | None, use_async: bool) -> Any:
     """A graph whose one node invokes ``sub`` (with ``config``) and keeps its answer."""
 
     def call_sub(state: MessagesState) -> dict[str, Any]:
         out = sub.invoke({"messages": state["messages"]}, config=config)
         return {"messages": out["messages"][-1:]}
 
+    async def acall_sub(state: MessagesState) -> dict[str, Any]:
+        out = await sub.ainvoke({"messages": state["messages"]}, config=config)
+        return {"messages": out["messages"][-1:]}
+
     graph = StateGraph(MessagesState)
-    graph.add_node("call_sub", call_sub)
+    graph.add_node("call_sub", acall_sub if use_async else call_sub)
     graph.add_edge(START, "call_sub")
     graph.add_edge("call_sub", END)
     return graph.compile(name="parent")
@@ -106,22 +110,26 @@ def stock_tool(tracer: trace.Tracer) -> StructuredTool:
     return StructuredTool.from_function(add)
 
 
+@pytest.mark.parametrize("use_async", [False, True])
 @pytest.mark.parametrize("how", ["invoke-config", "with-config"])
-def test_sub_graph_with_its_own_handler_is_recorded_once(
+async def test_sub_graph_with_its_own_handler_is_recorded_once(
     telemetry: InMemoryTelemetry,
     instrumentor: SymfonicLangChainInstrumentor,
     mine: InMemoryTelemetry,
     how: str,
+    use_async: bool,
 ) -> None:
     """The sub-graph is the user's handler's agent run only; the parent run is ours."""
     handler = LangChainCallbackHandler(handler=mine.track(mine.handler()))
     client = stock_tool(mine.tracer_provider.get_tracer("http-client"))
     sub = react_agent(ScriptedChatModel([tool_turn(), "3"]), [client], name="sub")
     if how == "with-config":
-        graph = parent_calling(sub.with_config(callbacks=[handler]), None)
+        graph = parent_calling(sub.with_config(callbacks=[handler]), None, use_async)
     else:
-        graph = parent_calling(sub, {"callbacks": [handler]})
-    assert graph.invoke({"messages": [("user", "1+2")]})["messages"][-1].content == "3"
+        graph = parent_calling(sub, {"callbacks": [handler]}, use_async)
+    question = {"messages": [("user", "1+2")]}
+    out = await graph.ainvoke(question) if use_async else graph.invoke(question)
+    assert out["messages"][-1].content == "3"
 
     (parent,) = telemetry.spans()  # ours recorded the parent run and nothing of the sub-graph
     assert parent.name == "invoke_agent parent"
