@@ -5,11 +5,18 @@ scripted model that calls two tools at once, a retriever tool (an in-memory vect
 LangChain's deterministic fake embeddings) and a tool that invokes a sub-graph. The last stdout
 line is JSON: the answer, whether a span is still current after the turn, and the time the
 script's own work ended (the test measures how long the interpreter takes to exit after it).
+
+``python instrumentor_app.py abandon`` runs the turn on a daemon thread instead, over a model
+that never answers, and exits while it waits: the run is open when the interpreter stops. (The
+model, not a tool: LangGraph runs tools on a pool thread the interpreter joins at exit, so a tool
+that never returns keeps any process alive, instrumented or not.)
 """
 
 from __future__ import annotations
 
 import json
+import sys
+import threading
 import time
 import warnings
 from typing import Any
@@ -51,6 +58,18 @@ def ask_expert(question: str) -> str:
     return str(expert.invoke({"messages": [("user", question)]})["messages"][-1].content)
 
 
+ABANDON = sys.argv[1:] == ["abandon"]
+model_called = threading.Event()
+
+
+class StuckModel(ScriptedChatModel):
+    """Never answers: the process exits with the run open."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        model_called.set()
+        threading.Event().wait()
+
+
 def main() -> None:
     with warnings.catch_warnings():  # its deprecation notice points at a package we lack
         warnings.simplefilter("ignore")
@@ -70,11 +89,17 @@ def main() -> None:
                 "type": "tool_call",
             },
         ]
-        model = ScriptedChatModel([AIMessage("", tool_calls=calls, usage_metadata=USAGE), ANSWER])
+        script: list[Any] = [AIMessage("", tool_calls=calls, usage_metadata=USAGE), ANSWER]
+        model = (StuckModel if ABANDON else ScriptedChatModel)(script)
         agent = create_react_agent(model, [search_policy, ask_expert])
-    out = agent.invoke(
-        {"messages": [("user", QUESTION)]}, config={"metadata": {"tenant_id": "acme"}}
-    )
+    turn = {"messages": [("user", QUESTION)]}
+    config: Any = {"metadata": {"tenant_id": "acme"}}
+    if ABANDON:
+        threading.Thread(target=agent.invoke, args=(turn, config), daemon=True).start()
+        assert model_called.wait(30)
+        print(json.dumps({"answer": None, "current": False, "end": time.time()}))
+        return
+    out = agent.invoke(turn, config=config)
     current = trace.get_current_span().get_span_context().is_valid
     print(
         json.dumps({"answer": out["messages"][-1].content, "current": current, "end": time.time()})

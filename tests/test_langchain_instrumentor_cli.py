@@ -73,7 +73,12 @@ def receiver(request: pytest.FixtureRequest) -> Iterator[OtlpReceiver]:
 
 
 def run_app(
-    command: str, configurator: str, receiver: OtlpReceiver, tmp_path: Path, **extra: str
+    command: str,
+    configurator: str,
+    receiver: OtlpReceiver,
+    tmp_path: Path,
+    *args: str,
+    **extra: str,
 ) -> dict[str, Any]:
     """Run the app under ``opentelemetry-instrument``; its result and how long exit took."""
     env = {
@@ -92,7 +97,7 @@ def run_app(
         if name not in extra:
             env.pop(name, None)
     done = subprocess.run(
-        [command, sys.executable, str(APP)],
+        [command, sys.executable, str(APP), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -223,3 +228,25 @@ def test_alongside_openinference_both_record(
         check_turn_tree(of_scope(spans, OURS))
         theirs = {s.name for s in of_scope(spans, OPENINFERENCE)}
         assert {"ScriptedChatModel", "search_policy", "ask_expert", "expert"} <= theirs
+
+
+def test_run_open_at_exit_is_flushed_as_abandoned(
+    command: str, configurator: str, tmp_path: Path
+) -> None:
+    """The app exits mid-turn: our exit hook ends the run before the SDK's flush, so its span
+    and its ``abandoned`` count still arrive, and the interpreter does not wait for the turn."""
+    with HttpOtlpReceiver() as receiver:
+        extra = {"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "langchain"}
+        result = run_app(command, configurator, receiver, tmp_path, "abandon", **extra)
+        assert result["exit_s"] < EXIT_BUDGET_S, result
+        spans = receiver.spans()
+        root = the(spans, "invoke_agent symfonic")
+        assert root.attributes[semconv.RUN_OUTCOME] == "abandoned"
+        abandoned = {
+            p.attributes[semconv.TENANT_ID]: p.value
+            for p in receiver.points()
+            if p.name == semconv.AGENT_RUNS.name
+            and p.attributes[semconv.RUN_OUTCOME] == "abandoned"
+            and p.value
+        }
+        assert abandoned == {"acme": 1.0}
