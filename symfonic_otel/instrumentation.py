@@ -7,7 +7,12 @@ Registered under the ``opentelemetry_instrumentor`` entry point, so ``openteleme
 because every run, sync or async, top-level or nested, builds its manager there; the handler is
 added as *inheritable* so child runs see it too, and it is not added when the manager already
 carries a ``LangChainCallbackHandler`` (one the user passed in ``callbacks`` by hand, or ours
-inherited from the parent), so nothing is recorded twice.
+inherited from the parent). A handler of the user's wins over ours: where one joins a manager
+that inherited ours (``callbacks=[handler]`` of a sub-graph, its ``with_config``, a model's or a
+tool's own ``callbacks``), ours leaves that manager's list (``BaseCallbackManager.add_handler``
+is wrapped too), so each run is recorded once, by the user's handler, whose spans still nest
+under ours through the current context. Lists are replaced, never edited, as managers share
+them.
 
 Under the instrumentor the bodies of runs execute with our span current, so spans the
 application or its HTTP clients make inside (and the ``traceparent`` they send) join the trace:
@@ -15,9 +20,10 @@ application or its HTTP clients make inside (and the ``traceparent`` they send) 
 - LangChain and LangGraph run every step of a run (a sequence step, a graph node's function, a
   tool's body, a model called from there) in a private copy of the context, set up by their
   ``_set_config_context``; the instrumentor wraps it and, in that copy, makes current the span of
-  the run the step belongs to (``LangChainCallbackHandler.span_context``: a tool's or a node's
-  span, else its agent run's). The copy is discarded when the step ends, so nothing is detached
-  and nothing leaks into the caller; it is how LangSmith propagates its own run tree.
+  the run the step belongs to (``LangChainCallbackHandler.span_context`` of the handler recording
+  it, ours or the user's: a tool's or a node's span, else its agent run's). The copy is
+  discarded when the step ends, so nothing is detached and nothing leaks into the caller; it is
+  how LangSmith propagates its own run tree.
 - Retriever bodies (``_get_relevant_documents`` of every ``BaseRetriever`` subclass, sync and
   async) run with their ``retrieval`` span current, attached and detached in the wrapper's frame
   (``langchain.retrievers``), so a vector store's embeddings call or HTTP request nests under it.
@@ -36,18 +42,17 @@ from opentelemetry import context
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
     BaseInstrumentor,
 )
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
+from wrapt import BoundFunctionWrapper, FunctionWrapper, wrap_function_wrapper
 
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain import LangChainCallbackHandler
 from symfonic_otel.langchain.embeddings import EmbeddingsWrapper
-from symfonic_otel.langchain.retrievers import RetrieverBodies
+from symfonic_otel.langchain.retrievers import RetrieverBodies, recorder_of
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["SymfonicLangChainInstrumentor"]
 
-_MANAGER: Final = ("langchain_core.callbacks.base", "BaseCallbackManager", "__init__")
+_MANAGER: Final = ("langchain_core.callbacks.base", "BaseCallbackManager")
 # Where LangChain and LangGraph set up the private context of each step of a run.
 _CONFIG_CONTEXTS: Final = (
     ("langchain_core.runnables.config", "_set_config_context"),
@@ -70,12 +75,40 @@ _HANDLER_OPTIONS: Final = frozenset(
 )
 
 
-class _AddHandler:
-    """wrapt wrapper for ``BaseCallbackManager.__init__``: add the shared handler once."""
+def _yield_to_others(manager: Any, ours: LangChainCallbackHandler) -> None:
+    """Drop ours from each handler list of ``manager`` that holds another one of the kind."""
+    for name in ("handlers", "inheritable_handlers"):
+        present = getattr(manager, name)
+        if ours in present and any(
+            isinstance(h, LangChainCallbackHandler) and h is not ours for h in present
+        ):
+            setattr(manager, name, [h for h in present if h is not ours])
+
+
+class _Wrapper:
+    """A wrapt wrapper of ours; once ``active`` is off it only calls through.
+
+    Off at ``uninstrument()``: another instrumentation may still hold it (OpenInference saves
+    the method it wraps and puts it back when it is uninstrumented, our wrapper included).
+    """
 
     def __init__(self, handler: LangChainCallbackHandler, failures: FailureLog) -> None:
         self._handler = handler
         self._failures = failures
+        self.active = True
+
+    def __call__(
+        self,
+        wrapped: Callable[..., Any],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        raise NotImplementedError
+
+
+class _AddHandler(_Wrapper):
+    """wrapt wrapper for ``BaseCallbackManager.__init__``: add the shared handler once."""
 
     def __call__(
         self,
@@ -85,25 +118,49 @@ class _AddHandler:
         kwargs: dict[str, Any],
     ) -> None:
         wrapped(*args, **kwargs)
+        if not self.active:
+            return
         try:
-            for existing in (*instance.handlers, *instance.inheritable_handlers):
-                if isinstance(existing, LangChainCallbackHandler):
-                    return
-            instance.add_handler(self._handler, inherit=True)
+            present = (*instance.handlers, *instance.inheritable_handlers)
+            if any(isinstance(h, LangChainCallbackHandler) for h in present):
+                _yield_to_others(instance, self._handler)
+            else:
+                instance.add_handler(self._handler, inherit=True)
         except Exception as exc:  # a manager we cannot extend must still work
             self._failures.report("langchain.instrument_manager", exc)
 
 
-class _StepInSpan:
+class _YieldOnAdd(_Wrapper):
+    """wrapt wrapper for ``BaseCallbackManager.add_handler``: a user's handler replaces ours.
+
+    LangChain adds ``callbacks`` after building the manager (``merge_configs``, a model's or a
+    tool's own callbacks in ``CallbackManager.configure``), so ``__init__`` alone misses them.
+    """
+
+    def __call__(
+        self,
+        wrapped: Callable[..., None],
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
+        wrapped(*args, **kwargs)
+        if not self.active:
+            return
+        try:
+            added = args[0] if args else kwargs.get("handler")
+            if isinstance(added, LangChainCallbackHandler) and added is not self._handler:
+                _yield_to_others(instance, self._handler)
+        except Exception as exc:  # a manager we cannot read must still work
+            self._failures.report("langchain.instrument_manager", exc)
+
+
+class _StepInSpan(_Wrapper):
     """wrapt wrapper for ``_set_config_context``: the step runs under its run's span.
 
     Called inside the private context copy the step will run in (``ctx.run(...)``), so the
     attach below only ever affects that copy, which is discarded with the step.
     """
-
-    def __init__(self, handler: LangChainCallbackHandler, failures: FailureLog) -> None:
-        self._handler = handler
-        self._failures = failures
 
     def __call__(
         self,
@@ -113,17 +170,41 @@ class _StepInSpan:
         kwargs: dict[str, Any],
     ) -> Any:
         result = wrapped(*args, **kwargs)
+        if not self.active:
+            return result
         try:
             config = args[0] if args else kwargs.get("config")
             callbacks = config.get("callbacks") if isinstance(config, Mapping) else None
             run_id = getattr(callbacks, "parent_run_id", None)
-            if run_id is not None and self._handler in getattr(callbacks, "handlers", ()):
-                ctx = self._handler.span_context(run_id)
+            recorder = recorder_of(callbacks)
+            if run_id is not None and recorder is not None:
+                ctx = recorder.span_context(run_id)
                 if ctx is not None:
                     context.attach(ctx)
         except Exception as exc:  # a config we cannot read must not break the step
             self._failures.report("langchain.step_context", exc)
         return result
+
+
+def _unwrap(owner: Any, name: str, wrapper: _Wrapper) -> None:
+    """Take ``wrapper`` out of ``owner.name``, wherever it sits in the chain of wrapt proxies.
+
+    ``opentelemetry.instrumentation.utils.unwrap`` drops the outermost proxy, which is another
+    instrumentation's when it wrapped the same method after us (OpenLLMetry and OpenInference
+    wrap ``BaseCallbackManager.__init__`` too): theirs would go and ours stay.
+    """
+    wrapper.active = False
+    outer: Any = None
+    current = vars(owner).get(name)
+    while isinstance(current, (FunctionWrapper, BoundFunctionWrapper)):
+        inner = current.__wrapped__
+        if getattr(current, "_self_wrapper", None) is wrapper:
+            if outer is None:
+                setattr(owner, name, inner)
+            else:
+                outer.__wrapped__ = inner
+            return
+        outer, current = current, inner
 
 
 class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -137,7 +218,7 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """
 
     _handler: LangChainCallbackHandler | None = None
-    _steps: tuple[tuple[str, str], ...] = ()
+    _wrappers: tuple[tuple[Any, str, _Wrapper], ...] = ()
     _embeddings: EmbeddingsWrapper | None = None
     _retrievers: RetrieverBodies | None = None
 
@@ -164,31 +245,35 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             )
         self._handler = handler
         failures = FailureLog()
-        module, cls, method = _MANAGER
-        wrap_function_wrapper(module, f"{cls}.{method}", _AddHandler(handler, failures))
-        steps: list[tuple[str, str]] = []
+        module, cls = _MANAGER
+        manager = getattr(import_module(module), cls)
+        wrappers: list[tuple[Any, str, _Wrapper]] = [
+            (manager, "__init__", _AddHandler(handler, failures)),
+            (manager, "add_handler", _YieldOnAdd(handler, failures)),
+        ]
+        for owner, name, wrapper in wrappers:
+            wrap_function_wrapper(owner, name, wrapper)
         for module, function in _CONFIG_CONTEXTS:
             try:  # LangGraph is optional, and its private layout may change
-                import_module(module)
-                wrap_function_wrapper(module, function, _StepInSpan(handler, failures))
+                step = import_module(module)
+                wrapper = _StepInSpan(handler, failures)
+                wrap_function_wrapper(step, function, wrapper)
             except Exception:
                 continue
-            steps.append((module, function))
-        self._steps = tuple(steps)
+            wrappers.append((step, function, wrapper))
+        self._wrappers = tuple(wrappers)
         self._retrievers = RetrieverBodies(handler, failures)
         self._retrievers.install()
         self._embeddings = EmbeddingsWrapper(handler.handler, failures)
         self._embeddings.install()
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        module, cls, method = _MANAGER
-        unwrap(f"{module}.{cls}", method)
+        for owner, name, wrapper in reversed(self._wrappers):
+            _unwrap(owner, name, wrapper)
+        self._wrappers = ()
         if self._retrievers is not None:
             self._retrievers.uninstall()
             self._retrievers = None
-        for module, function in self._steps:
-            unwrap(import_module(module), function)
-        self._steps = ()
         if self._embeddings is not None:
             self._embeddings.uninstall()
             self._embeddings = None

@@ -23,9 +23,18 @@ from wrapt import FunctionWrapper
 from symfonic_otel.langchain.callbacks import LangChainCallbackHandler
 from symfonic_otel.logs import FailureLog
 
-__all__ = ["RetrieverBodies"]
+__all__ = ["RetrieverBodies", "recorder_of"]
 
 _BODIES: Final = (("_get_relevant_documents", False), ("_aget_relevant_documents", True))
+
+
+def recorder_of(manager: object) -> LangChainCallbackHandler | None:
+    """The ``LangChainCallbackHandler`` a callback manager hands its runs to (the
+    instrumentor's, or one the user passed, which replaces it), if any."""
+    for handler in getattr(manager, "handlers", ()):
+        if isinstance(handler, LangChainCallbackHandler):
+            return handler
+    return None
 
 
 class _BodyInContext:
@@ -42,8 +51,10 @@ class _BodyInContext:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> Any:
-        run_id = getattr(kwargs.get("run_manager"), "run_id", None)
-        ctx = None if run_id is None else self._handler.span_context(run_id)
+        manager = kwargs.get("run_manager")
+        run_id = getattr(manager, "run_id", None)
+        recorder = recorder_of(manager) or self._handler
+        ctx = None if run_id is None else recorder.span_context(run_id)
         if ctx is None:
             return wrapped(*args, **kwargs)
         if self._is_async:
