@@ -214,6 +214,21 @@ def test_embeddings_span_under_the_retrieval_under_the_instrumentor(
         assert attributes[semconv.LLM_PRICING_UNKNOWN] is True
 
 
+def test_embeddings_inside_a_run_are_the_runs_tenants(
+    telemetry: InMemoryTelemetry, instrumented: SymfonicLangChainInstrumentor
+) -> None:
+    vectors = store()
+    rag_graph(ScriptedChatModel(["Oslo."]), vectors).invoke(
+        {"messages": [("user", "which office?")]}, config={"metadata": {"tenant_id": "acme"}}
+    )
+    loose, searched = by_name(telemetry.spans())["embeddings"]
+    assert (searched.attributes or {})[semconv.TENANT_ID] == "acme"
+    assert (loose.attributes or {})[semconv.TENANT_ID] != "acme"  # made before the run
+    duration = semconv.CLIENT_OPERATION_DURATION.name
+    where = {semconv.GEN_AI_OPERATION_NAME: "embeddings", semconv.TENANT_ID: "acme"}
+    assert telemetry.value(duration, where) == 1
+
+
 @pytest.mark.parametrize("use_async", [False, True])
 def test_traceparent_reaches_the_provider_under_the_instrumentor(
     telemetry: InMemoryTelemetry, instrumented: SymfonicLangChainInstrumentor, use_async: bool

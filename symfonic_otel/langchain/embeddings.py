@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from opentelemetry import context
+from opentelemetry import context, trace
 from wrapt import FunctionWrapper
 
 from symfonic_otel import semconv
@@ -47,6 +47,18 @@ def _dimensions(result: object) -> int | None:
         result[0] if isinstance(result, list) and result and isinstance(result[0], list) else result
     )
     return len(vector) if isinstance(vector, list) else None
+
+
+def _run_tenant() -> str | None:
+    """The tenant of the span current at the call when it is one of ours (a retrieval's, a
+    tool's): an embeddings call made inside a run is the run's tenant's, not the default's."""
+    span = trace.get_current_span()
+    scope = getattr(span, "instrumentation_scope", None)
+    if getattr(scope, "name", None) != semconv.SCOPE_NAME:
+        return None
+    attributes = getattr(span, "attributes", None)
+    tenant = attributes.get(semconv.TENANT_ID) if isinstance(attributes, Mapping) else None
+    return tenant if isinstance(tenant, str) and tenant else None
 
 
 class EmbeddingsWrapper:
@@ -160,6 +172,7 @@ class EmbeddingsWrapper:
                 end_time_ns=max(time.time_ns(), started_ns),
                 error_type=error_type,
                 parent=context.get_current(),
+                tenant_id=_run_tenant(),
                 attributes=attributes,
                 operation_name=semconv.OP_EMBEDDINGS,
             )
