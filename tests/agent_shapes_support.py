@@ -8,15 +8,17 @@ from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.util.types import AttributeValue
+from pydantic import BaseModel
 
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.langchain_support import AGENT_SPAN, internal_errors
+from tests.langchain_support import AGENT_SPAN, call, internal_errors
 
 RUNS = semconv.AGENT_RUNS.name
 BAILS = semconv.SILENT_BAILS.name
@@ -173,3 +175,39 @@ def research_then_answer(research: Any, model: ScriptedChatModel) -> Any:
     graph.add_edge("research", "answer")
     graph.add_edge("answer", END)
     return graph.compile()
+
+
+# --- shared by the shape and streaming tests ---------------------------------------------
+
+ANSWER = "The sum of the two numbers is 3."
+TTFC = semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
+FIRST_CHUNK_METRIC = semconv.CLIENT_TIME_TO_FIRST_CHUNK.name
+
+
+class Weather(BaseModel):
+    city: str
+    temp_c: int
+
+
+def weather_call(call_id: str = "w1") -> AIMessage:
+    return AIMessage("", tool_calls=[call("Weather", {"city": "Paris", "temp_c": 21}, call_id)])
+
+
+def assert_react_tree(tree: Tree, *, streamed: bool) -> None:
+    """One run: two chats and the ``add`` tool directly under it, chats streamed or not."""
+    root = tree.one(AGENT_SPAN)
+    assert tree.roots() == [root]
+    chats = tree.named("chat scripted-chat")
+    assert len(chats) == 2
+    assert {s.name for s in tree.children(root)} == {"chat scripted-chat", "execute_tool add"}
+    assert len(tree.children(root)) == 3
+    for chat in chats:
+        a = attrs(chat)
+        if streamed:
+            assert a[semconv.GEN_AI_REQUEST_STREAM] is True
+            ttfc = a[TTFC]
+            assert isinstance(ttfc, float)
+            assert chat.end_time is not None and chat.start_time is not None
+            assert 0 < ttfc <= (chat.end_time - chat.start_time) / 1e9
+        else:
+            assert semconv.GEN_AI_REQUEST_STREAM not in a and TTFC not in a

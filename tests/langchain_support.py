@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -231,6 +232,20 @@ def langchain_instrumented(telemetry: Any) -> Iterator[Any]:
         yield instrumentor
     finally:
         instrumentor.uninstrument()
+
+
+@pytest.fixture
+def no_detach_errors() -> Iterator[None]:
+    """Fixture form of ``detach_errors_absent`` (``pytestmark = usefixtures(...)``)."""
+    with detach_errors_absent():
+        yield
+
+
+@pytest.fixture
+def instrumentor(telemetry: Any) -> Iterator[Any]:
+    """Fixture form of ``langchain_instrumented`` on the test's ``telemetry``."""
+    with langchain_instrumented(telemetry) as instrumentor:
+        yield instrumentor
 
 
 class RecordingHandler(OTelCallbackHandler):

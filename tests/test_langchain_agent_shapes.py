@@ -14,13 +14,11 @@ import json
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import (
     JsonOutputParser,
     PydanticOutputParser,
 )
 from langgraph.graph import END, START, MessagesState, StateGraph
-from pydantic import BaseModel
 
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.scripted import ScriptedChatModel
@@ -28,6 +26,7 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.agent_shapes_support import (
     MODES,
     Tree,
+    Weather,
     assert_answered,
     assert_clean,
     assert_no_content,
@@ -37,49 +36,16 @@ from tests.agent_shapes_support import (
     messages,
     run_with,
     texts,
+    weather_call,
 )
 from tests.langchain_support import (
     AGENT_SPAN,
     add,
-    call,
     react_agent,
     tool_turn,
 )
 
 __all__ = ["captured"]  # the fixture, imported for pytest
-
-ANSWER = "The sum of the two numbers is 3."
-TTFC = semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
-FIRST_CHUNK_METRIC = semconv.CLIENT_TIME_TO_FIRST_CHUNK.name
-
-
-class Weather(BaseModel):
-    city: str
-    temp_c: int
-
-
-def weather_call(call_id: str = "w1") -> AIMessage:
-    return AIMessage("", tool_calls=[call("Weather", {"city": "Paris", "temp_c": 21}, call_id)])
-
-
-def assert_react_tree(tree: Tree, *, streamed: bool) -> None:
-    """One run: two chats and the ``add`` tool directly under it, chats streamed or not."""
-    root = tree.one(AGENT_SPAN)
-    assert tree.roots() == [root]
-    chats = tree.named("chat scripted-chat")
-    assert len(chats) == 2
-    assert {s.name for s in tree.children(root)} == {"chat scripted-chat", "execute_tool add"}
-    assert len(tree.children(root)) == 3
-    for chat in chats:
-        a = attrs(chat)
-        if streamed:
-            assert a[semconv.GEN_AI_REQUEST_STREAM] is True
-            ttfc = a[TTFC]
-            assert isinstance(ttfc, float)
-            assert chat.end_time is not None and chat.start_time is not None
-            assert 0 < ttfc <= (chat.end_time - chat.start_time) / 1e9
-        else:
-            assert semconv.GEN_AI_REQUEST_STREAM not in a and TTFC not in a
 
 
 # --- structured output ----------------------------------------------------------------------

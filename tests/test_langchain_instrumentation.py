@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -23,24 +22,16 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import (
     AGENT_SPAN,
     assert_one_tree_per_run,
-    detach_errors_absent,
-    langchain_instrumented,
+    instrumentor,
+    no_detach_errors,
     react_agent,
     scripted_agent,
     tool_turn,
 )
 
+__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
 
-@pytest.fixture(autouse=True)
-def no_detach_errors() -> Iterator[None]:
-    with detach_errors_absent():
-        yield
-
-
-@pytest.fixture
-def instrumentor(telemetry: InMemoryTelemetry) -> Iterator[SymfonicLangChainInstrumentor]:
-    with langchain_instrumented(telemetry) as instrumentor:
-        yield instrumentor
+pytestmark = pytest.mark.usefixtures("no_detach_errors")
 
 
 def run_agent(**config: object) -> None:

@@ -35,9 +35,10 @@ from tests.langchain_support import (
     assert_one_tree_per_run,
     by_trace,
     conversation_agent,
-    detach_errors_absent,
+    instrumentor,
     internal_errors,
     langchain_instrumented,
+    no_detach_errors,
     question,
     react_agent,
     scripted_agent,
@@ -47,16 +48,9 @@ from tests.langchain_support import (
 RUNS = 6
 
 
-@pytest.fixture(autouse=True)
-def no_detach_errors() -> Iterator[None]:
-    with detach_errors_absent():
-        yield
+__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
 
-
-@pytest.fixture
-def instrumentor(telemetry: InMemoryTelemetry) -> Iterator[SymfonicLangChainInstrumentor]:
-    with langchain_instrumented(telemetry) as instrumentor:
-        yield instrumentor
+pytestmark = pytest.mark.usefixtures("no_detach_errors")
 
 
 @pytest.fixture

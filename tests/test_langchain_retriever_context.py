@@ -9,7 +9,6 @@ only in ``callbacks`` nothing is attached, so nothing can fail to detach.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,7 +23,11 @@ from wrapt import FunctionWrapper
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.langchain_support import AGENT_SPAN, detach_errors_absent, langchain_instrumented
+from tests.langchain_support import (
+    AGENT_SPAN,
+    instrumentor,
+    no_detach_errors,
+)
 
 CLIENT_SPAN = "GET /catalogue"
 
@@ -64,16 +67,9 @@ def _define_later() -> type[BaseRetriever]:
     return LateCatalogue
 
 
-@pytest.fixture(autouse=True)
-def no_detach_errors() -> Iterator[None]:
-    with detach_errors_absent():
-        yield
+__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
 
-
-@pytest.fixture
-def instrumentor(telemetry: InMemoryTelemetry) -> Iterator[SymfonicLangChainInstrumentor]:
-    with langchain_instrumented(telemetry) as instrumentor:
-        yield instrumentor
+pytestmark = pytest.mark.usefixtures("no_detach_errors")
 
 
 def _retrieval(telemetry: InMemoryTelemetry) -> ReadableSpan:
