@@ -1,14 +1,13 @@
 """Symfonic's LLMStart and LLMPreCall through the core handler: what the chat span says was sent.
 
-The events are hand-built local dataclasses and ``SimpleNamespace`` objects with seed 003's
-fields, never this package's classes; the messages are LangChain message objects or role dicts,
+The events are the seed-003 mirrors of ``tests/symfonic_events.py`` and ``SimpleNamespace``
+objects, never this package's classes; the messages are LangChain message objects or role dicts,
 as Symfonic's may be. Everything goes through the real SDK into an in-memory exporter.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +19,7 @@ from symfonic_otel import semconv
 from symfonic_otel.content import MAX_CONTENT_CHARS
 from symfonic_otel.steps import MAX_STEPS_PER_RUN, RunSteps
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.symfonic_events import AgentEnd, AgentStart, LLMEnd, LLMPreCall, LLMStart
 
 SECRET = "customer 4242-7719 asked"
 OUTPUT = "Refunds for 4242-7719 take 30 days."
@@ -37,54 +37,6 @@ PARAMS = {
     "seed": 7,
     "tool_choice": "auto",
 }
-
-
-@dataclass(frozen=True)
-class AgentStart:
-    query: str
-    run_id: str
-
-
-@dataclass(frozen=True)
-class AgentEnd:
-    run_id: str
-    final_response: str | None
-    duration_ms: float
-    node_count: int | None
-    outcome: str = "completed"
-
-
-@dataclass(frozen=True)
-class LLMStart:
-    """Seed 003's engine view: before consolidation and tool binding."""
-
-    model: str
-    messages: list[Any]
-    run_id: str = ""
-    system_prompt: str = ""
-    node_name: str = ""
-    turn_index: int = 0
-
-
-@dataclass(frozen=True)
-class LLMPreCall:
-    """Seed 003's wire view: consolidated messages, tool records, invocation parameters."""
-
-    model: str
-    messages: list[Any]
-    tools: list[Any]
-    run_id: str
-    invocation_params: dict[str, Any] = field(default_factory=dict)
-    node_name: str = ""
-
-
-@dataclass(frozen=True)
-class LLMEnd:
-    model: str
-    output: str
-    usage: dict[str, Any]
-    run_id: str = ""
-    node_name: str = ""
 
 
 class _Unreadable:
