@@ -35,8 +35,8 @@ import structlog
 from opentelemetry.sdk.trace import ReadableSpan
 from structlog.testing import capture_logs
 
-from symfonic_otel.runs import OpenRun
-from symfonic_otel.setup import Telemetry, configure_telemetry
+from symfonic_otel.core.runs import OpenRun
+from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from tests.reliability_support import (
     EXPORT_INTERVAL_MS,
     LatencyResult,

@@ -65,6 +65,7 @@ from workloads import (
 
 from symfonic_otel import OTelCallbackHandler
 from symfonic_otel.agent import ReactAgent
+from symfonic_otel.emit.recorder import recorder_for
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -72,7 +73,6 @@ from symfonic_otel.events import (
     LLMEndEvent,
     ReactLoopEndEvent,
 )
-from symfonic_otel.recorder import recorder_for
 
 Slice = Callable[[int], None]
 

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+from symfonic_otel.emit.pricing import ModelPrice
+from symfonic_otel.emit.tenancy import tenant_scope
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.pricing import ModelPrice
-from symfonic_otel.tenancy import tenant_scope
 
 if TYPE_CHECKING:
+    from symfonic_otel.export.setup import configure_telemetry
     from symfonic_otel.langchain import LangChainCallbackHandler
-    from symfonic_otel.setup import configure_telemetry
 
 __all__ = [
     "LangChainCallbackHandler",
@@ -32,7 +32,7 @@ def __getattr__(name: str) -> Any:
 
         return LangChainCallbackHandler
     if name == "configure_telemetry":
-        from symfonic_otel.setup import configure_telemetry
+        from symfonic_otel.export.setup import configure_telemetry
 
         return configure_telemetry
     raise AttributeError(f"module 'symfonic_otel' has no attribute {name!r}")

@@ -20,26 +20,27 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import __version__, lifecycle, semconv
-from symfonic_otel.call_flow import CallFlow, Hints
-from symfonic_otel.call_inputs import InputFlow
-from symfonic_otel.content import resolve_capture
-from symfonic_otel.emit_metrics import MetricEmitter
-from symfonic_otel.emit_spans import SpanEmitter
-from symfonic_otel.extract import ModelCall
-from symfonic_otel.handler_core import INTERNAL_ERROR, HandlerCore, key
-from symfonic_otel.labels import BoundedLabels
+from symfonic_otel import __version__, semconv
+from symfonic_otel.core.call_flow import CallFlow, Hints
+from symfonic_otel.core.call_inputs import InputFlow
+from symfonic_otel.core.handler_core import INTERNAL_ERROR, HandlerCore, key
+from symfonic_otel.core.run_flow import RunFlow
+from symfonic_otel.core.runs import RunRegistry
+from symfonic_otel.core.step_flow import StepFlow
+from symfonic_otel.core.steps import OpenCalls
+from symfonic_otel.emit.labels import BoundedLabels
+from symfonic_otel.emit.metrics import MetricEmitter
+from symfonic_otel.emit.models import ModelCatalogue
+from symfonic_otel.emit.pricing import ModelPrice
+from symfonic_otel.emit.spans import SpanEmitter
+from symfonic_otel.emit.tenancy import sanitise_tenant
+from symfonic_otel.export import lifecycle
 from symfonic_otel.logs import FailureLog, run_id_of
-from symfonic_otel.models import ModelCatalogue
 from symfonic_otel.options import check_handler_options, warn_if_over_limit
-from symfonic_otel.pricing import ModelPrice
 from symfonic_otel.protocol import SymfonicProtocol
-from symfonic_otel.run_flow import RunFlow
-from symfonic_otel.runs import RunRegistry
-from symfonic_otel.sanitise import MAX_CALL_MS, clean_label
-from symfonic_otel.step_flow import StepFlow
-from symfonic_otel.steps import OpenCalls
-from symfonic_otel.tenancy import sanitise_tenant
+from symfonic_otel.read.content import resolve_capture
+from symfonic_otel.read.extract import ModelCall
+from symfonic_otel.read.sanitise import MAX_CALL_MS, clean_label
 
 __all__ = ["OTelCallbackHandler"]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from symfonic_otel.budget import CARDINALITY_LIMIT, series_budget
+from symfonic_otel.emit.budget import CARDINALITY_LIMIT, series_budget
 from symfonic_otel.logs import get_logger
-from symfonic_otel.sanitise import clean_label
+from symfonic_otel.read.sanitise import clean_label
 
 
 def check_handler_options(

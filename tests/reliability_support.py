@@ -28,7 +28,7 @@ from opentelemetry.sdk.metrics.export import (
 from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.agent import ReactAgent
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
-from symfonic_otel.setup import Telemetry, configure_telemetry
+from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.testing import ScriptedChatModel
 from tests.otlp_receiver import HangingServer, refused_endpoint
 

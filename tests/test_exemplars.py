@@ -33,7 +33,7 @@ from symfonic_otel.events import (
     ToolCallStartEvent,
     ToolResultEvent,
 )
-from symfonic_otel.setup import Telemetry, configure_telemetry
+from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"

@@ -19,7 +19,7 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from opentelemetry.trace import SpanKind, StatusCode
 
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
-from symfonic_otel.sanitise import MAX_ATTRIBUTE_BYTES, MAX_EXTRA_BYTES
+from symfonic_otel.read.sanitise import MAX_ATTRIBUTE_BYTES, MAX_EXTRA_BYTES
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 
@@ -338,7 +338,7 @@ def test_hostile_adapter_arguments_never_raise(telemetry: InMemoryTelemetry) -> 
 
 
 def test_request_parameters_in_json_shape() -> None:
-    from symfonic_otel.request_params import request_attributes
+    from symfonic_otel.read.request_params import request_attributes
 
     assert request_attributes({"max_tokens": 10, "stop_sequences": ["\n\n", 5]}) == {
         "gen_ai.request.max_tokens": 10,

@@ -16,8 +16,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from opentelemetry.sdk.trace import ReadableSpan
 
 from symfonic_otel import semconv
-from symfonic_otel.content import MAX_CONTENT_CHARS
-from symfonic_otel.steps import MAX_STEPS_PER_RUN, RunSteps
+from symfonic_otel.core.steps import MAX_STEPS_PER_RUN, RunSteps
+from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.symfonic_events import AgentEnd, AgentStart, LLMEnd, LLMPreCall, LLMStart
 

@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind
 
 from symfonic_otel import OTelCallbackHandler
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
-from symfonic_otel.sanitise import MAX_TIME_NS, MIN_TIME_NS
+from symfonic_otel.read.sanitise import MAX_TIME_NS, MIN_TIME_NS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 METHODS = (

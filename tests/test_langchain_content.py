@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from symfonic_otel import LangChainCallbackHandler, semconv
-from symfonic_otel.content import MAX_CONTENT_CHARS
+from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import AGENT_SPAN, USAGE, add, react_agent, tool_turn

@@ -24,7 +24,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from symfonic_otel import LangChainCallbackHandler, semconv
-from symfonic_otel.pricing import DEFAULT_PRICES
+from symfonic_otel.emit.pricing import DEFAULT_PRICES
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import AGENT_SPAN, internal_errors, react_agent

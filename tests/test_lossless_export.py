@@ -19,7 +19,7 @@ from structlog.testing import capture_logs
 
 from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.events import AgentStartEvent
-from symfonic_otel.setup import Telemetry, configure_telemetry
+from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from tests.otlp_receiver import (
     GrpcOtlpReceiver,
     HttpOtlpReceiver,
@@ -233,7 +233,7 @@ EXIT_SCRIPT = """
 import sys
 from symfonic_otel import OTelCallbackHandler
 from symfonic_otel.events import AgentStartEvent
-from symfonic_otel.setup import configure_telemetry
+from symfonic_otel.export.setup import configure_telemetry
 
 telemetry = configure_telemetry(set_global=False, export_interval_ms=60_000)
 handler = OTelCallbackHandler(

@@ -10,7 +10,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 from symfonic_otel import semconv
-from symfonic_otel.instruments import Instruments
+from symfonic_otel.emit.instruments import Instruments
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

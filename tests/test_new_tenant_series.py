@@ -14,7 +14,7 @@ from prometheus_support import PrometheusServer
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, ReactLoopEndEvent
-from symfonic_otel.setup import configure_telemetry
+from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 RATIO = (

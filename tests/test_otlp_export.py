@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from structlog.testing import CapturingLogger, capture_logs
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.logs import FailureLog, add_trace_context
-from symfonic_otel.setup import Telemetry, configure_telemetry
 from tests.otlp_receiver import (
     GrpcOtlpReceiver,
     HangingServer,

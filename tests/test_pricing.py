@@ -124,7 +124,7 @@ def test_cached_prompts_cost_less_than_uncached(telemetry: InMemoryTelemetry) ->
 
 
 def test_default_table_has_cache_prices() -> None:
-    from symfonic_otel.pricing import DEFAULT_PRICES
+    from symfonic_otel.emit.pricing import DEFAULT_PRICES
 
     assert DEFAULT_PRICES["gpt-4o"].cache_read_per_million == 1.25
     assert DEFAULT_PRICES["claude-sonnet-4"] == SONNET

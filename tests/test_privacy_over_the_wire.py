@@ -27,8 +27,8 @@ from symfonic_otel.agent import (
     ReactAgent,
     heuristic_fabrication_detector,
 )
-from symfonic_otel.content import MAX_CONTENT_CHARS
-from symfonic_otel.setup import configure_telemetry
+from symfonic_otel.export.setup import configure_telemetry
+from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.testing import ScriptedChatModel
 from tests.otlp_receiver import GrpcOtlpReceiver, HttpOtlpReceiver, OtlpReceiver, ReceivedSpan
 from tests.reliability_support import catalogue

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from symfonic_otel import __version__
+from symfonic_otel.emit.recorder import DeferredRecorder, recorder_for
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent
-from symfonic_otel.recorder import DeferredRecorder, recorder_for
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 

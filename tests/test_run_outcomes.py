@@ -137,7 +137,7 @@ def test_run_stop_reason_on_the_span_and_the_counter(
 
 
 def test_pass_through_stop_reasons_are_capped(telemetry: InMemoryTelemetry) -> None:
-    from symfonic_otel.budget import MAX_PASSTHROUGH_STOP_REASONS
+    from symfonic_otel.emit.budget import MAX_PASSTHROUGH_STOP_REASONS
 
     handler = telemetry.handler()
     for index in range(40):

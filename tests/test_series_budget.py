@@ -19,7 +19,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client.parser import text_string_to_metric_families
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
-from symfonic_otel.budget import (
+from symfonic_otel.emit.budget import (
     CARDINALITY_LIMIT,
     PER_TENANT,
     cardinality_view,
@@ -34,7 +34,7 @@ from symfonic_otel.events import (
     LLMEndEvent,
     ReactLoopEndEvent,
 )
-from symfonic_otel.setup import Telemetry, configure_telemetry
+from symfonic_otel.export.setup import Telemetry, configure_telemetry
 
 OUTCOMES = ("completed", "error", "cancelled")
 TENANT_INSTRUMENTS = tuple(PER_TENANT)

@@ -16,7 +16,7 @@ import pytest
 import symfonic_events as sym
 from opentelemetry.sdk.trace import ReadableSpan
 
-from symfonic_otel.sanitise import parse_utc_ns
+from symfonic_otel.read.sanitise import parse_utc_ns
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 RUN = "invoke_agent symfonic"

@@ -12,7 +12,7 @@ from typing import Final
 
 from symfonic_otel import semconv
 from symfonic_otel.demo.scenarios import NOISY_KINDS, NoisyKind
-from symfonic_otel.tenancy import sanitise_tenant
+from symfonic_otel.emit.tenancy import sanitise_tenant
 
 __all__ = [
     "DEFAULT_NOISY",

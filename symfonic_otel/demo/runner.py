@@ -21,8 +21,8 @@ from symfonic_otel.demo.notes import RunContext
 from symfonic_otel.demo.report import RunSpanSampler, render_summary
 from symfonic_otel.demo.scenarios import NoisyKind
 from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs
+from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.setup import Telemetry, configure_telemetry
 
 __all__ = ["DemoError", "DemoOptions", "run_demo"]
 

@@ -19,9 +19,9 @@ from symfonic_otel.demo.scenarios import (
     ScenarioPlan,
     pick_scenario,
 )
+from symfonic_otel.emit.tenancy import tenant_scope
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.tenancy import tenant_scope
 from symfonic_otel.testing.scripted import ScriptedChatModel
 
 __all__ = ["PlannedRun", "Traffic", "plan_runs"]

@@ -26,10 +26,10 @@ from symfonic_otel.agent.termination import (
     reported_stop_reason,
     stop_reasons,
 )
-from symfonic_otel.content import MAX_CONTENT_CHARS
 from symfonic_otel.events import ContentType
-from symfonic_otel.extract import Usage, usage_of
 from symfonic_otel.langchain import provider_shapes as shapes
+from symfonic_otel.read.content import MAX_CONTENT_CHARS
+from symfonic_otel.read.extract import Usage, usage_of
 
 __all__ = [
     "NO_CALL_FIELDS",

@@ -18,10 +18,8 @@ from typing import Any, Final
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import content_json as messages
-from symfonic_otel import extract as ex
-from symfonic_otel import sanitise, semconv
-from symfonic_otel.call_flow import Hints
+from symfonic_otel import semconv
+from symfonic_otel.core.call_flow import Hints
 from symfonic_otel.langchain import errors
 from symfonic_otel.langchain.attributes import (
     conversation_id,
@@ -38,6 +36,9 @@ from symfonic_otel.langchain.extract import (
     llm_output,
 )
 from symfonic_otel.langchain.state import ChatCall
+from symfonic_otel.read import content_json as messages
+from symfonic_otel.read import extract as ex
+from symfonic_otel.read import sanitise
 
 __all__ = ["ModelCalls"]
 

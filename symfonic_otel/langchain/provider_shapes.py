@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from symfonic_otel.agent import termination
-from symfonic_otel.extract import Usage
+from symfonic_otel.read.extract import Usage
 
 __all__ = ["incomplete_reason", "semconv_provider", "with_cache_write_split"]
 

@@ -17,14 +17,14 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import content_json as messages
 from symfonic_otel import semconv
-from symfonic_otel.content import truncate
 from symfonic_otel.langchain import errors
 from symfonic_otel.langchain.attributes import agent_name, conversation_id, tool_failed
 from symfonic_otel.langchain.base import Part, in_span
 from symfonic_otel.langchain.extract import RunKey, bounded, tenant
 from symfonic_otel.langchain.state import SpanClaim
+from symfonic_otel.read import content_json as messages
+from symfonic_otel.read.content import truncate
 
 __all__ = ["ToolCalls", "tool_call_id", "tool_name"]
 

@@ -22,7 +22,6 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.content import messages_json
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -47,6 +46,7 @@ from symfonic_otel.langchain.extract import (
 from symfonic_otel.langchain.runs import RunTree
 from symfonic_otel.langchain.state import AgentRun, ChainStart, ChatCall
 from symfonic_otel.logs import FailureLog
+from symfonic_otel.read.content import messages_json
 
 __all__ = ["Translator"]
 

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span
 
-from symfonic_otel.budget import cardinality_view
+from symfonic_otel.emit.budget import cardinality_view
 from symfonic_otel.handler import OTelCallbackHandler
 
 PointValue = int | float | HistogramDataPoint

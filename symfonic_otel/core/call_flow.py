@@ -15,20 +15,20 @@ from typing import Any
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import extract as ex
-from symfonic_otel import extract_steps as xs
 from symfonic_otel import semconv
-from symfonic_otel.call_inputs import span_attributes
-from symfonic_otel.emit_spans import CallContext
-from symfonic_otel.handler_core import (
+from symfonic_otel.core.call_inputs import span_attributes
+from symfonic_otel.core.handler_core import (
     EMPTY_CONTEXT,
     MALFORMED,
     UNKNOWN_RUN,
     HandlerCore,
 )
-from symfonic_otel.recorder import span_link
-from symfonic_otel.sanitise import MAX_CALL_MS, clean_attributes
-from symfonic_otel.steps import PendingModelCall
+from symfonic_otel.core.steps import PendingModelCall
+from symfonic_otel.emit.recorder import span_link
+from symfonic_otel.emit.spans import CallContext
+from symfonic_otel.read import extract as ex
+from symfonic_otel.read import extract_steps as xs
+from symfonic_otel.read.sanitise import MAX_CALL_MS, clean_attributes
 
 
 @dataclass(slots=True)

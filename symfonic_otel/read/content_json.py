@@ -16,8 +16,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from symfonic_otel import content_blocks as blocks
-from symfonic_otel.content import MAX_CONTENT_CHARS, truncate
+from symfonic_otel.read import content_blocks as blocks
+from symfonic_otel.read.content import MAX_CONTENT_CHARS, truncate
 
 __all__ = [
     "MAX_ATTRIBUTE_CHARS",

@@ -16,18 +16,19 @@ from typing import Any, Final
 
 from opentelemetry.metrics import Meter
 
-from symfonic_otel import metric_attrs, semconv
-from symfonic_otel.budget import (
+from symfonic_otel import semconv
+from symfonic_otel.emit import metric_attrs
+from symfonic_otel.emit.budget import (
     DETAIL_POOL,
     MAX_ERROR_TYPES,
     MAX_PASSTHROUGH_STOP_REASONS,
     STOP_REASON_POOL,
     DetailPool,
 )
-from symfonic_otel.instruments import Instruments
-from symfonic_otel.labels import BoundedLabels
-from symfonic_otel.recorder import DeferredRecorder, SpanLink, recorder_for
-from symfonic_otel.sanitise import clean_label
+from symfonic_otel.emit.instruments import Instruments
+from symfonic_otel.emit.labels import BoundedLabels
+from symfonic_otel.emit.recorder import DeferredRecorder, SpanLink, recorder_for
+from symfonic_otel.read.sanitise import clean_label
 
 OTHER: Final = semconv.OTHER_VALUE
 MAX_MODELS: Final = 200

@@ -18,13 +18,13 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.extract_time import Timing as Timing
-from symfonic_otel.extract_time import call_timing as call_timing
-from symfonic_otel.extract_time import explicit_time as explicit_time
-from symfonic_otel.extract_time import has_timing as has_timing
-from symfonic_otel.pricing import cache_in_input
-from symfonic_otel.request_params import request_attributes
-from symfonic_otel.sanitise import (
+from symfonic_otel.emit.pricing import cache_in_input
+from symfonic_otel.read.extract_time import Timing as Timing
+from symfonic_otel.read.extract_time import call_timing as call_timing
+from symfonic_otel.read.extract_time import explicit_time as explicit_time
+from symfonic_otel.read.extract_time import has_timing as has_timing
+from symfonic_otel.read.request_params import request_attributes
+from symfonic_otel.read.sanitise import (
     MAX_ID_BYTES,
     MAX_NAME_BYTES,
     clean_text,

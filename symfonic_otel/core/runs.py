@@ -17,7 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from symfonic_otel import semconv
-from symfonic_otel.steps import RunSteps
+from symfonic_otel.core.steps import RunSteps
 
 _RECENTLY_ENDED_CAP = 4096
 _STEPS_LOCK = threading.Lock()

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from symfonic_otel.sanitise import MAX_CALL_MS, in_time_range, parse_utc_ns, valid_duration_ms
+from symfonic_otel.read.sanitise import MAX_CALL_MS, in_time_range, parse_utc_ns, valid_duration_ms
 
 
 @dataclass(slots=True)

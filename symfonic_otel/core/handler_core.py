@@ -13,16 +13,16 @@ from typing import Any, Final
 from opentelemetry import trace
 from opentelemetry.context import Context
 
-from symfonic_otel import extract as ex
-from symfonic_otel.emit_metrics import MetricEmitter
-from symfonic_otel.emit_spans import SpanEmitter
-from symfonic_otel.labels import BoundedLabels
+from symfonic_otel.core.runs import OpenRun, RunRegistry
+from symfonic_otel.core.steps import OpenCall, OpenCalls
+from symfonic_otel.emit.labels import BoundedLabels
+from symfonic_otel.emit.metrics import MetricEmitter
+from symfonic_otel.emit.models import ModelCatalogue
+from symfonic_otel.emit.spans import SpanEmitter
+from symfonic_otel.emit.tenancy import resolve_tenant
 from symfonic_otel.logs import FailureLog
-from symfonic_otel.models import ModelCatalogue
-from symfonic_otel.runs import OpenRun, RunRegistry
-from symfonic_otel.sanitise import run_key
-from symfonic_otel.steps import OpenCall, OpenCalls
-from symfonic_otel.tenancy import resolve_tenant
+from symfonic_otel.read import extract as ex
+from symfonic_otel.read.sanitise import run_key
 
 EMPTY_CONTEXT: Final = Context()
 # Why an event did not become (all of) its telemetry: ``symfonic.telemetry.drop_reason``.

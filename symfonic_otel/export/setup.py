@@ -37,8 +37,8 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
 )
 
-from symfonic_otel.budget import cardinality_view
-from symfonic_otel.exporters import (
+from symfonic_otel.emit.budget import cardinality_view
+from symfonic_otel.export.exporters import (
     PROTOCOLS,
     OtlpProtocol,
     observe_span_losses,
@@ -48,9 +48,9 @@ from symfonic_otel.exporters import (
     selected_exporters,
     start_prometheus,
 )
-from symfonic_otel.handle import Telemetry
+from symfonic_otel.export.handle import Telemetry
+from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.logs import FailureLog, get_logger
-from symfonic_otel.span_export import DropCountingBatchSpanProcessor
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer

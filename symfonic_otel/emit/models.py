@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from symfonic_otel import semconv
-from symfonic_otel.pricing import ModelPrice, PriceTable
-from symfonic_otel.providers import infer_provider
+from symfonic_otel.emit.pricing import ModelPrice, PriceTable
+from symfonic_otel.read.providers import infer_provider
 
 _MEMO_CAP: Final = 1024
 

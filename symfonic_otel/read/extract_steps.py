@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from symfonic_otel import semconv
-from symfonic_otel.extract import error_type, name_text, run_id, text
-from symfonic_otel.sanitise import MAX_ID_BYTES, clean_text
+from symfonic_otel.read.extract import error_type, name_text, run_id, text
+from symfonic_otel.read.sanitise import MAX_ID_BYTES, clean_text
 
 _MISSING: Final = object()
 # A ``ToolCallStartEvent`` of this phase is the model announcing a call, not running it.

@@ -20,9 +20,9 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from symfonic_otel import lifecycle
+from symfonic_otel.export import lifecycle
+from symfonic_otel.export.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
 from symfonic_otel.logs import get_logger
-from symfonic_otel.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer

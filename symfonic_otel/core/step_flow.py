@@ -16,11 +16,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import extract as ex
-from symfonic_otel import extract_steps as xs
 from symfonic_otel import semconv
-from symfonic_otel.emit_spans import NO_CONTENT
-from symfonic_otel.handler_core import (
+from symfonic_otel.core.handler_core import (
     EMPTY_CONTEXT,
     MALFORMED,
     UNKNOWN_CALL,
@@ -28,9 +25,13 @@ from symfonic_otel.handler_core import (
     HandlerCore,
     key,
 )
-from symfonic_otel.recorder import span_link
-from symfonic_otel.runs import OpenRun
-from symfonic_otel.sanitise import (
+from symfonic_otel.core.runs import OpenRun
+from symfonic_otel.core.steps import OpenCall
+from symfonic_otel.emit.recorder import span_link
+from symfonic_otel.emit.spans import NO_CONTENT
+from symfonic_otel.read import extract as ex
+from symfonic_otel.read import extract_steps as xs
+from symfonic_otel.read.sanitise import (
     MAX_CALL_MS,
     MAX_ID_BYTES,
     MAX_NAME_BYTES,
@@ -38,7 +39,6 @@ from symfonic_otel.sanitise import (
     clean_label,
     clean_text,
 )
-from symfonic_otel.steps import OpenCall
 
 
 def _name(raw: object) -> str:

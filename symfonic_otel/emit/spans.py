@@ -19,9 +19,9 @@ from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode,
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.content import json_text, messages_json, truncate
-from symfonic_otel.extract import ModelCall
-from symfonic_otel.sanitise import clean_text
+from symfonic_otel.read.content import json_text, messages_json, truncate
+from symfonic_otel.read.extract import ModelCall
+from symfonic_otel.read.sanitise import clean_text
 
 _MAX_FINDING_KINDS: Final = 16
 _MAX_EXPLAINED_FINDINGS: Final = 16

@@ -15,7 +15,7 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.sanitise import MAX_NAME_BYTES, clean_text
+from symfonic_otel.read.sanitise import MAX_NAME_BYTES, clean_text
 
 _MAX_STOP_SEQUENCES: Final = 16
 # Each attribute and the parameter names that carry it, first match wins.

@@ -10,7 +10,7 @@ import json
 import os
 
 from symfonic_otel import semconv
-from symfonic_otel.sanitise import clean_text
+from symfonic_otel.read.sanitise import clean_text
 
 MAX_CONTENT_CHARS = 4096
 _ENABLED_VALUES = frozenset({"true", "span_only", "span_and_event"})

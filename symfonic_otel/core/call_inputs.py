@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import extract_steps as xs
 from symfonic_otel import semconv
-from symfonic_otel.content_json import input_messages_json, tool_definitions_json
-from symfonic_otel.handler_core import HandlerCore
-from symfonic_otel.request_params import request_attributes
-from symfonic_otel.steps import ModelInputs, PendingModelCall
+from symfonic_otel.core.handler_core import HandlerCore
+from symfonic_otel.core.steps import ModelInputs, PendingModelCall
+from symfonic_otel.read import extract_steps as xs
+from symfonic_otel.read.content_json import input_messages_json, tool_definitions_json
+from symfonic_otel.read.request_params import request_attributes
 
 if TYPE_CHECKING:
-    from symfonic_otel.call_flow import CallFlow
+    from symfonic_otel.core.call_flow import CallFlow
 
 Attributes = dict[str, AttributeValue]
 

@@ -16,19 +16,19 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import extract as ex
-from symfonic_otel import extract_steps as xs
-from symfonic_otel.emit_metrics import TERMINATION_REASONS
-from symfonic_otel.handler_core import (
+from symfonic_otel.core.handler_core import (
     DUPLICATE,
     EMPTY_CONTEXT,
     MALFORMED,
     UNKNOWN_RUN,
     HandlerCore,
 )
-from symfonic_otel.recorder import span_link
-from symfonic_otel.runs import OpenRun
-from symfonic_otel.sanitise import clean_attributes
+from symfonic_otel.core.runs import OpenRun
+from symfonic_otel.emit.metrics import TERMINATION_REASONS
+from symfonic_otel.emit.recorder import span_link
+from symfonic_otel.read import extract as ex
+from symfonic_otel.read import extract_steps as xs
+from symfonic_otel.read.sanitise import clean_attributes
 
 
 class RunFlow:

@@ -22,7 +22,7 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from symfonic_otel import semconv
-from symfonic_otel.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
+from symfonic_otel.export.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -105,7 +105,7 @@ def start_prometheus(host: str, port: int) -> tuple[MetricReader, WSGIServer, th
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 
-    from symfonic_otel.exemplars import ExemplarCollector, ExemplarReader
+    from symfonic_otel.emit.exemplars import ExemplarCollector, ExemplarReader
 
     reader: PrometheusMetricReader
     if "registry" in inspect.signature(PrometheusMetricReader).parameters:

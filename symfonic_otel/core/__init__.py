@@ -1,0 +1,1 @@
+"""Run, call and step flows and their registries: values turned into records."""

@@ -1,0 +1,1 @@
+"""Span and metric emitters, instruments, exemplars, label budgets, tenancy and pricing."""

@@ -1,0 +1,1 @@
+"""configure_telemetry: SDK providers, exporters, the Prometheus endpoint, span export, shutdown."""

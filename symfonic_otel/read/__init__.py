@@ -1,0 +1,1 @@
+"""Guarded extractors: events and framework payloads read into plain, sanitised values."""
