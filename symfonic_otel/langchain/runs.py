@@ -178,14 +178,19 @@ class RunTree(RunBook):
                 agent.chains[key] = start
             return agent
 
-    def release(self, key: RunKey, *, interrupted: bool = False) -> Span | None:
-        """A child chain ended (``interrupted``: on a LangGraph interrupt); returns its span."""
+    def release(
+        self, key: RunKey, *, interrupted: bool = False, closing: str | None = None
+    ) -> Span | None:
+        """A child chain ended (``interrupted``: on a LangGraph interrupt; ``closing``: it
+        jumped to the run's end with that closing message); returns its span."""
         with self._lock:
             agent = self._release_locked(key)
             if agent is None:
                 return None
             if interrupted:
                 agent.interrupted = True
+            if closing is not None:
+                agent.closing_message = closing
             return agent.spans.pop(key, None)
 
     # --- model calls --------------------------------------------------------------------------
