@@ -1,0 +1,208 @@
+"""A framework's own step cap is a silent bail: the run ends normally on a budget message.
+
+Real agents over a scripted model that keeps calling tools: LangGraph's prebuilt
+``create_react_agent`` (its ``remaining_steps`` guard at an even ``recursion_limit``; an odd one
+raises ``GraphRecursionError``) and LangChain's ``create_agent`` with ``ModelCallLimitMiddleware``
+and ``ToolCallLimitMiddleware`` (exit "end"; exit "error" raises). Each capped run counts as a
+silent bail of its tenant (``tool_calls_with_no_text``, stop reason ``recursion_limit``, empty
+answer); the same agent answering on the last call its budget allows stays a clean answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
+from langchain.agents.middleware.tool_call_limit import ToolCallLimitExceededError
+from langchain_core.messages import AIMessage
+from langgraph.errors import GraphRecursionError
+
+from symfonic_otel import LangChainCallbackHandler, semconv
+from symfonic_otel.testing.scripted import ScriptedChatModel
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.agent_shapes_support import assert_clean
+from tests.langchain_support import add, instrumentor, internal_errors, no_detach_errors
+from tests.step_cap_support import (
+    BAILS,
+    CAPS,
+    MODES,
+    QUESTION,
+    RUNS,
+    Cap,
+    assert_answered,
+    assert_capped,
+    cfg,
+    model_call_limit,
+    prebuilt,
+    run,
+    script,
+    tool_call_limit,
+)
+
+__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
+
+pytestmark = pytest.mark.usefixtures("no_detach_errors")
+
+BY_NAME = {cap.name: cap for cap in CAPS}
+
+
+@pytest.fixture
+def handler(telemetry: InMemoryTelemetry) -> Any:
+    lc = LangChainCallbackHandler(handler=telemetry.handler())
+    yield lc
+    assert_clean(telemetry, lc)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
+def test_capped_run_is_a_silent_bail_of_its_tenant(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler, cap: Cap, mode: str
+) -> None:
+    run(mode, cap.capped(), cfg(cap, "acme", handler))
+    assert_capped(telemetry, "acme")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
+def test_answer_on_the_last_allowed_call_is_a_clean_answer(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler, cap: Cap, mode: str
+) -> None:
+    run(mode, cap.answered(), cfg(cap, "acme", handler))
+    assert_answered(telemetry, "acme")
+
+
+@pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
+def test_capped_and_answered_tenants_apart_on_one_handler(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler, cap: Cap
+) -> None:
+    run("invoke", cap.capped(), cfg(cap, "capped-co", handler))
+    run("invoke", cap.answered(), cfg(cap, "fine-co", handler))
+    bails = telemetry.points(BAILS)
+    assert [(a[semconv.TENANT_ID], v) for a, v in bails] == [("capped-co", 1)]
+    empty = {semconv.TENANT_ID: "fine-co", semconv.RESPONSE_EMPTY: True}
+    assert telemetry.value(RUNS, empty) == 0
+    answered = {semconv.TENANT_ID: "fine-co", semconv.RESPONSE_EMPTY: False}
+    assert telemetry.value(RUNS, answered) == 1
+
+
+@pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
+def test_instrumentor_path_counts_the_cap(
+    telemetry: InMemoryTelemetry, instrumentor: Any, cap: Cap
+) -> None:
+    run("invoke", cap.capped(), cfg(cap, "acme"))
+    assert_capped(telemetry, "acme")
+    assert internal_errors(telemetry) == 0
+
+
+@pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
+def test_instrumentor_path_keeps_answers_clean(
+    telemetry: InMemoryTelemetry, instrumentor: Any, cap: Cap
+) -> None:
+    run("ainvoke", cap.answered(), cfg(cap, "acme"))
+    assert_answered(telemetry, "acme")
+
+
+def test_capped_stream_ends_on_the_framework_s_text_message(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler
+) -> None:
+    """The last update a capped prebuilt agent streams is the guard's text message (what the
+    user saw): it has text and no tool calls, and still the run is a bail, not an answer."""
+    cap = BY_NAME["prebuilt_remaining_steps"]
+    updates = list(cap.capped().stream(QUESTION, config=cfg(cap, "acme", handler)))
+    last = updates[-1]["agent"]["messages"][-1]
+    assert isinstance(last, AIMessage) and not last.tool_calls and last.text
+    assert_capped(telemetry, "acme")
+
+
+# --- budgets that raise: an error outcome, still a bail -------------------------------------
+
+
+def _raising(
+    build: Callable[[list[Any]], Any], error: type[BaseException], recursion_limit: int
+) -> tuple[Any, type[BaseException], int]:
+    return build(script(12, answer=False)), error, recursion_limit
+
+
+RAISING: dict[str, Callable[[], tuple[Any, type[BaseException], int]]] = {
+    "prebuilt_odd_recursion_limit": lambda: _raising(prebuilt, GraphRecursionError, 9),
+    "create_agent_recursion_limit": lambda: _raising(
+        lambda entries: model_call_limit(entries), GraphRecursionError, 7
+    ),
+    "model_call_limit_error": lambda: _raising(
+        lambda entries: model_call_limit(entries, "error"), ModelCallLimitExceededError, 50
+    ),
+    "tool_call_limit_error": lambda: _raising(
+        lambda entries: tool_call_limit(entries, "error"), ToolCallLimitExceededError, 50
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream_updates"])
+@pytest.mark.parametrize("name", RAISING)
+def test_budget_that_raises_is_an_error_and_a_bail(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler, name: str, mode: str
+) -> None:
+    agent, error, recursion_limit = RAISING[name]()
+    config = cfg(BY_NAME["prebuilt_remaining_steps"], "acme", handler)
+    config["recursion_limit"] = recursion_limit
+    with pytest.raises(error):
+        run(mode, agent, config)
+    assert_capped(telemetry, "acme", outcome="error")
+
+
+# --- what is not a step cap ------------------------------------------------------------------
+
+
+def test_a_model_that_answers_at_once_is_no_cap(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler
+) -> None:
+    cap = BY_NAME["prebuilt_remaining_steps"]
+    run("invoke", prebuilt(script(0)), cfg(cap, "acme", handler))
+    assert_answered(telemetry, "acme")
+
+
+def test_a_node_that_writes_a_text_message_after_tools_is_no_cap(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler
+) -> None:
+    """A graph whose own node answers after the model's tool call (a different message, no
+    jump to the end) is an answer: only a replaced model output or a jump is a cap."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    model = ScriptedChatModel(script(1, answer=False))
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def summary(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("The tool says 3.")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode([add]))
+    graph.add_node("summary", summary)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", "tools")
+    graph.add_edge("tools", "summary")
+    graph.add_edge("summary", END)
+    graph.compile().invoke(QUESTION, config=cfg(BY_NAME["prebuilt_remaining_steps"], "a", handler))
+    assert_answered(telemetry, "a")
+
+
+def test_a_jump_to_the_end_without_a_closing_ai_message_is_no_cap(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler
+) -> None:
+    """A hook that jumps to the end after the model answered leaves the model's answer as the
+    final message: an answer."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import after_model
+
+    @after_model(can_jump_to=["end"])
+    def stop_after_answer(state: Any, runtime: Any) -> dict[str, Any]:
+        return {"jump_to": "end"}
+
+    agent = create_agent(ScriptedChatModel(script(0)), [add], middleware=[stop_after_answer])
+    agent.invoke(QUESTION, config=cfg(BY_NAME["create_agent_tool_call_limit"], "a", handler))
+    assert_answered(telemetry, "a")
