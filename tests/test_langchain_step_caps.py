@@ -206,3 +206,55 @@ def test_a_jump_to_the_end_without_a_closing_ai_message_is_no_cap(
     agent = create_agent(ScriptedChatModel(script(0)), [add], middleware=[stop_after_answer])
     agent.invoke(QUESTION, config=cfg(BY_NAME["create_agent_tool_call_limit"], "a", handler))
     assert_answered(telemetry, "a")
+
+
+# --- a capped agent inside a graph ----------------------------------------------------------
+
+
+def _supervisor(worker: Any, answer: ScriptedChatModel | None = None) -> Any:
+    """A graph running ``worker`` as its node, then (``answer``) a model call of its own."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("worker", worker)
+    graph.add_edge(START, "worker")
+    if answer is None:
+        graph.add_edge("worker", END)
+    else:
+
+        def summarise(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [answer.invoke(state["messages"])]}
+
+        graph.add_node("summarise", summarise)
+        graph.add_edge("worker", "summarise")
+        graph.add_edge("summarise", END)
+    return graph.compile()
+
+
+def _runs(telemetry: InMemoryTelemetry) -> list[tuple[Any, Any]]:
+    return sorted(
+        (s.attributes.get(semconv.RUN_STOP_REASON), s.attributes.get(semconv.RESPONSE_EMPTY))
+        for s in telemetry.spans()
+        if s.name.startswith("invoke_agent") and s.attributes is not None
+    )
+
+
+def test_graph_relaying_a_capped_sub_agent_s_message_is_capped_too(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler
+) -> None:
+    """As a parent run ending on a sub-agent's blank answer is a bail, so is one ending on a
+    sub-agent's budget message: both runs, for the same tenant."""
+    cap = BY_NAME["prebuilt_remaining_steps"]
+    _supervisor(cap.capped()).invoke(QUESTION, config=cfg(cap, "acme", handler))
+    assert _runs(telemetry) == [("recursion_limit", True), ("recursion_limit", True)]
+    assert telemetry.value(BAILS, {semconv.TENANT_ID: "acme"}) == telemetry.value(BAILS) == 2
+
+
+def test_graph_answering_after_a_capped_sub_agent_is_an_answer(
+    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler
+) -> None:
+    cap = BY_NAME["prebuilt_remaining_steps"]
+    graph = _supervisor(cap.capped(), ScriptedChatModel(["Here is what I found: 3."]))
+    graph.invoke(QUESTION, config=cfg(cap, "acme", handler))
+    assert _runs(telemetry) == [("end_turn", False), ("recursion_limit", True)]
+    assert telemetry.value(BAILS) == 1

@@ -13,6 +13,10 @@ their own making, so the run looks answered unless the adapter sees how that mes
   ended with ``jump_to == "end"`` and an AI message without tool calls, and that message is the
   run's final one.
 
+A graph that runs a capped agent as a sub-graph and ends on the budget message it relays is
+capped too (the sub-agent's run passes the message id up), as a parent run that relays a
+sub-agent's blank answer is a bail too.
+
 Never by the message text: it changes between releases and languages. Budgets that raise
 (``GraphRecursionError``, the middlewares' "error" behaviour) are classified by type in
 ``errors``.
@@ -51,8 +55,9 @@ def closing_message(outputs: object) -> str | None:
 def capped(model_output: AIShape | None, closing: str | None, final: AIShape | None) -> bool:
     """Whether a run that ended normally on ``final`` was ended by a step cap.
 
-    ``model_output``: the shape of the model's last output in the run; ``closing``: what
-    ``closing_message`` found in a node's output during the run (None: no jump to the end).
+    ``model_output``: the shape of the model's last output in the run; ``closing``: the id of a
+    budget message written inside the run (``closing_message`` of a node's output, or a capped
+    sub-agent's final message; None: neither).
     """
     if final is None or final.tool_call_count:
         return False

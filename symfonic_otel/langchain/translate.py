@@ -226,6 +226,8 @@ class Translator(Part):
             stop = last.stop_reason if last is not None else None
         if agent.parent is not None and (kind == "interrupt" or agent.interrupted):
             agent.parent.interrupted = True
+        if capped and agent.parent is not None and final.ai is not None and final.ai.message_id:
+            agent.parent.closing_message = final.ai.message_id  # relayed up: no answer there either
         if kind == "interrupt" or (kind == "ok" and agent.interrupted):
             # Waiting for ``Command(resume=...)``: paused, neither an answer nor a bail.
             self._core.interrupt(_Paused(agent.run_id))
