@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
@@ -20,10 +21,19 @@ from langchain_core.messages import AIMessage
 from langgraph.errors import GraphRecursionError
 
 from symfonic_otel import LangChainCallbackHandler, semconv
+from symfonic_otel.langchain import step_caps
+from symfonic_otel.langchain.messages import AIShape
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.agent_shapes_support import assert_clean
-from tests.langchain_support import add, instrumentor, internal_errors, no_detach_errors
+from tests.langchain_support import (
+    AGENT_SPAN,
+    add,
+    call,
+    instrumentor,
+    internal_errors,
+    no_detach_errors,
+)
 from tests.step_cap_support import (
     BAILS,
     CAPS,
@@ -258,3 +268,75 @@ def test_graph_answering_after_a_capped_sub_agent_is_an_answer(
     graph.invoke(QUESTION, config=cfg(cap, "acme", handler))
     assert _runs(telemetry) == [("end_turn", False), ("recursion_limit", True)]
     assert telemetry.value(BAILS) == 1
+
+
+# --- the structural rules on their own ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("outputs", "expected"),
+    [
+        ({"jump_to": "end", "messages": [AIMessage("limit", id="m1")]}, "m1"),
+        ({"jump_to": "end", "messages": [AIMessage("limit")]}, step_caps.UNKNOWN_ID),
+        ({"jump_to": "end", "messages": [{"role": "assistant", "content": "x", "id": "d"}]}, "d"),
+        ({"jump_to": "model", "messages": [AIMessage("limit", id="m1")]}, None),
+        ({"jump_to": "end"}, None),
+        ({"jump_to": "end", "messages": []}, None),
+        ({"jump_to": "end", "messages": [AIMessage("", tool_calls=[call("add", {}, "c")])]}, None),
+        ({"jump_to": "end", "messages": [("user", "hi")]}, None),
+        ({"jump_to": "end", "messages": "not a list"}, None),
+        ({"messages": [AIMessage("answer", id="m1")]}, None),
+        ([{"jump_to": "end"}], None),
+        (None, None),
+    ],
+)
+def test_closing_message_of_a_node_output(outputs: object, expected: str | None) -> None:
+    assert step_caps.closing_message(outputs) == expected
+
+
+def _shape(tool_calls: int, message_id: str | None) -> AIShape:
+    stop = "tool_use" if tool_calls else "end_turn"
+    return AIShape(not tool_calls, "str", tool_calls, stop, message_id)
+
+
+@pytest.mark.parametrize(
+    ("model_output", "closing", "final", "expected"),
+    [
+        (_shape(1, "m"), None, _shape(0, "m"), True),  # the guard replaced the model's output
+        (_shape(0, "m"), None, _shape(0, "m"), False),  # the model's own answer
+        (_shape(1, "m"), None, _shape(0, "other"), False),  # a message of its own, no jump
+        (_shape(1, None), None, _shape(0, None), False),  # no ids: nothing to tell by
+        (_shape(1, "m"), None, _shape(1, "m"), False),  # still calling tools: not an ending
+        (_shape(1, "m"), "j", _shape(0, "j"), True),  # a hook's closing message
+        (_shape(1, "m"), "j", _shape(0, "m2"), False),  # something after the jump's message
+        (None, step_caps.UNKNOWN_ID, _shape(0, None), True),  # an id-less closing message
+        (None, "j", None, False),  # the run ended on no AI message
+    ],
+)
+def test_capped_verdict(
+    model_output: AIShape | None, closing: str | None, final: AIShape | None, expected: bool
+) -> None:
+    assert step_caps.capped(model_output, closing, final) is expected
+
+
+class _Hostile(dict[str, Any]):
+    def get(self, key: str, default: Any = None) -> Any:
+        raise RuntimeError("unreadable state")
+
+
+def test_unreadable_node_output_is_logged_and_the_run_still_recorded(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """A node output that raises when read never reaches the agent: the failure is counted
+    and the run ends with what is known (its answer)."""
+    lc = LangChainCallbackHandler(handler=telemetry.handler())
+    top, node = uuid4(), uuid4()
+    lc.on_chain_start({}, QUESTION, run_id=top, metadata={"tenant_id": "acme"})
+    lc.on_chain_start({}, {}, run_id=node, parent_run_id=top)
+    lc.on_chain_end(_Hostile(jump_to="end"), run_id=node, parent_run_id=top)
+    lc.on_chain_end({"messages": [AIMessage("3", id="m1")]}, run_id=top)
+    assert lc.internal_failures == {"langchain.read_node_output": 1}
+    attributes = dict(telemetry.span(AGENT_SPAN).attributes or {})
+    assert attributes[semconv.RESPONSE_EMPTY] is False
+    assert telemetry.value(BAILS) == 0
+    assert lc.tracked_runs == lc.tracked_calls == 0
