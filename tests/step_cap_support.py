@@ -28,7 +28,7 @@ QUESTION = {"messages": [("user", "Add 1 and 2, then check it again")]}
 RUNS = semconv.AGENT_RUNS.name
 BAILS = semconv.SILENT_BAILS.name
 STOPS = semconv.STOP_REASONS.name
-MODES = ("invoke", "ainvoke", "stream_messages", "stream_updates")
+MODES = ("invoke", "ainvoke", "stream_messages", "stream_updates", "astream_messages")
 
 
 def script(tool_turns: int, *, answer: bool = True) -> list[ScriptEntry]:
@@ -96,11 +96,21 @@ def cfg(cap: Cap, tenant: str, handler: LangChainCallbackHandler | None = None) 
 
 
 def run(mode: str, agent: Any, config: RunnableConfig) -> None:
-    """One run of ``agent`` on ``QUESTION``: invoked, awaited, or streamed to the end."""
+    """One run of ``agent`` on ``QUESTION``: invoked, awaited, or streamed (sync or async) to
+    the end."""
     if mode == "invoke":
         agent.invoke(QUESTION, config=config)
     elif mode == "ainvoke":
         asyncio.run(agent.ainvoke(QUESTION, config=config))
+    elif mode.startswith("astream_"):
+        stream_mode = mode.removeprefix("astream_")
+
+        async def drain() -> list[Any]:
+            return [
+                chunk async for chunk in agent.astream(QUESTION, config, stream_mode=stream_mode)
+            ]
+
+        assert asyncio.run(drain()), "the stream yielded nothing"
     else:
         stream_mode = mode.removeprefix("stream_")
         chunks = list(agent.stream(QUESTION, config=config, stream_mode=stream_mode))
