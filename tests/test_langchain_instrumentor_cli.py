@@ -122,10 +122,9 @@ def the(spans: list[ReceivedSpan], name: str) -> ReceivedSpan:
 
 
 def check_turn_tree(spans: list[ReceivedSpan], root_parent: str = "") -> ReceivedSpan:
-    """Our spans of the turn: the agent run, its calls and tools, the retrieval with its
-    embeddings call, the sub-graph's run under the tool that invoked it. Returns the root,
-    whose parent is ``root_parent`` (another instrumentation's span current at the run's start,
-    or none)."""
+    """Our spans of the turn: the agent run (under ``root_parent``: none, or a peer
+    instrumentation's span), its calls and tools, the retrieval with its embeddings call, the
+    sub-graph's run under the tool that invoked it. Returns the root."""
     root = the(spans, "invoke_agent symfonic")
     turn = [s for s in spans if s.trace_id == root.trace_id]
     # The vector store's setup call, outside any run, is a trace of its own.
@@ -227,13 +226,13 @@ def test_alongside_openinference_both_record(
         assert result["answer"] == ANSWER
         assert result["exit_s"] < EXIT_BUDGET_S, result
         spans = receiver.spans()
-        # With nothing disabled OpenLLMetry runs too; releases that keep their graph span current
-        # make it our run's parent, as any span current at a run's start is. Never one of ours.
-        ours = of_scope(spans, OURS)
-        parent = the(ours, "invoke_agent symfonic").parent_span_id
-        foreign = {s.span_id for s in spans if s.scope != OURS}
-        assert parent == "" or parent in foreign
-        check_turn_tree(ours, root_parent=parent)
+        # A peer instrumentation may run the graph under a span of its own (OpenTelemetry's
+        # LangChain instrumentations do once the `langchain` package is installed): our run
+        # then nests under it, and the rest of our tree is unchanged.
+        root = the(spans, "invoke_agent symfonic")
+        peers = {s.span_id for s in spans if s.scope != OURS and s.trace_id == root.trace_id}
+        assert root.parent_span_id == "" or root.parent_span_id in peers, root.parent_span_id
+        check_turn_tree(of_scope(spans, OURS), root.parent_span_id)
         theirs = {s.name for s in of_scope(spans, OPENINFERENCE)}
         assert {"ScriptedChatModel", "search_policy", "ask_expert", "expert"} <= theirs
 

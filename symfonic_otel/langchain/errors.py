@@ -2,13 +2,15 @@
 
 Classification is by exception *type* only: message texts change between releases and
 languages, and often quote user data. LangGraph control flow (``GraphInterrupt`` and the rest of
-the ``GraphBubbleUp`` family) is not an error; cancellation is its own outcome; a recursion-limit
-error is an error that is also a silent bail.
+the ``GraphBubbleUp`` family) is not an error; cancellation is its own outcome; a step budget
+that raises (LangGraph's recursion limit, LangChain's call-limit middlewares with exit behaviour
+"error") is an error that is also a silent bail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import Final, Literal
@@ -49,6 +51,25 @@ def _graph_errors() -> _GraphErrors:
     return _GraphErrors((GraphBubbleUp,), (GraphInterrupt,), (GraphRecursionError,))
 
 
+# LangChain ``create_agent``'s call-limit middlewares raise these with exit behaviour "error":
+# (module, class). Looked up only among modules already imported: an error of a class whose
+# module was never imported cannot be one of them, and telemetry imports nothing on the way.
+_BUDGET_ERRORS: Final = (
+    ("langchain.agents.middleware.model_call_limit", "ModelCallLimitExceededError"),
+    ("langchain.agents.middleware.tool_call_limit", "ToolCallLimitExceededError"),
+)
+
+
+def _budget_error(error: BaseException) -> bool:
+    """Whether ``error`` is a framework's step budget running out (other than LangGraph's)."""
+    for module_name, class_name in _BUDGET_ERRORS:
+        module = sys.modules.get(module_name)
+        kind = getattr(module, class_name, None) if module is not None else None
+        if isinstance(kind, type) and isinstance(error, kind):
+            return True
+    return False
+
+
 def classify(error: object) -> ErrorKind:
     """``ok`` for ``None``; anything that is not an exception counts as an ``error``."""
     if error is None:
@@ -62,7 +83,7 @@ def classify(error: object) -> ErrorKind:
         return "control_flow"
     if isinstance(error, _CANCELLED_TYPES):
         return "cancelled"
-    if errors.recursion and isinstance(error, errors.recursion):
+    if (errors.recursion and isinstance(error, errors.recursion)) or _budget_error(error):
         return "recursion"
     return "error"
 

@@ -12,22 +12,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, Final
 from uuid import UUID
 
-from langchain_core.messages import BaseMessage
-
-from symfonic_otel.agent.flatten import content_type, flatten_content_blocks
-from symfonic_otel.agent.termination import (
-    raw_stop_reason,
-    reported_stop_reason,
-    stop_reasons,
-)
-from symfonic_otel.events import ContentType
+from symfonic_otel.agent.flatten import flatten_content_blocks
+from symfonic_otel.agent.termination import raw_stop_reason
 from symfonic_otel.langchain import provider_shapes as shapes
+from symfonic_otel.langchain.messages import (
+    MAX_STOP_REASON,
+    AIShape,
+    ai_message,
+    message_content,
+    message_list,
+    message_role,
+    metadata_view,
+)
 from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.read.extract import Usage, usage_of
 
@@ -56,14 +57,12 @@ where a ``UUID`` hashes in Python on every lookup), or a bounded string for othe
 # Longest name / id / tenant kept between a start and its end. Model, node, tool and provider
 # names are far shorter in practice; the core caps and sanitises again for telemetry.
 MAX_NAME: Final = 256
-MAX_STOP_REASON: Final = 64
 _MAX_KEY: Final = 128
 # How deep and how wide ``_is_blank_value`` looks into a structured result before calling it
 # non-blank: enough for real outputs, bounded for pathological ones.
 _BLANK_DEPTH: Final = 4
 _BLANK_WIDTH: Final = 64
 _HUMAN_ROLES: Final = frozenset({"human", "user"})
-_AI_ROLES: Final = frozenset({"ai", "AIMessageChunk", "assistant"})
 # LangGraph's channel for ``response_format`` answers (``create_react_agent``).
 _STRUCTURED_RESPONSE: Final = "structured_response"
 
@@ -98,100 +97,20 @@ def run_id_text(key: RunKey) -> str:
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
-# --- messages -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class AIShape:
-    """What the adapter keeps of an AI message: no text, only what the verdicts need."""
-
-    blank: bool
-    content_type: ContentType
-    tool_call_count: int
-    stop_reason: str
-    """Normalised (``end_turn``, ``tool_use``, ...); inferred from the shape without metadata."""
-
-
-def _message_role(message: object) -> str:
-    """``human`` / ``ai`` / ... for message objects, ``(role, text)`` tuples and role dicts."""
-    if isinstance(message, tuple) and len(message) == 2:
-        return str(message[0])
-    if isinstance(message, Mapping):
-        return str(message.get("role") or message.get("type") or "")
-    role = getattr(message, "type", "")
-    return role if isinstance(role, str) else ""
-
-
-def _message_content(message: object) -> object:
-    if isinstance(message, tuple) and len(message) == 2:
-        return message[1]
-    if isinstance(message, Mapping):
-        return message.get("content")
-    return getattr(message, "content", None)
-
-
-def _message_list(value: object) -> Sequence[Any] | None:
-    """The message list of a graph state / input, or of a bare message list."""
-    if isinstance(value, Mapping):
-        value = value.get("messages")
-    if isinstance(value, list | tuple) and not (
-        isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
-    ):
-        return value
-    return None
-
-
-def _metadata_view(message: object) -> object:
-    """An object with ``response_metadata`` / ``additional_kwargs`` attributes, for dicts too."""
-    if isinstance(message, Mapping):
-        return SimpleNamespace(
-            response_metadata=message.get("response_metadata"),
-            additional_kwargs=message.get("additional_kwargs"),
-        )
-    return message
-
-
-def _ai_message(message: object) -> tuple[AIShape, str, str | None] | None:
-    """(shape, answer text, raw stop value) of an AI message; None for anything else."""
-    if isinstance(message, BaseMessage):  # the common case: plain attribute reads
-        if message.type not in _AI_ROLES:
-            return None
-        content: object = message.content
-        view: object = message
-        tool_calls = getattr(message, "tool_calls", None)
-    else:
-        if _message_role(message) not in _AI_ROLES:
-            return None
-        content = _message_content(message)
-        view = _metadata_view(message)
-        tool_calls = (
-            message.get("tool_calls")
-            if isinstance(message, Mapping)
-            else getattr(message, "tool_calls", None)
-        )
-    text = flatten_content_blocks(content)
-    if text is None:  # OpenAI structured-output refusals carry their text here
-        extra = getattr(view, "additional_kwargs", None)
-        refusal = extra.get("refusal") if isinstance(extra, Mapping) else None
-        text = refusal if isinstance(refusal, str) and refusal else ""
-    count = len(tool_calls) if isinstance(tool_calls, list | tuple) else 0
-    raw, normalized = stop_reasons(view)
-    stop = reported_stop_reason(normalized, count > 0)
-    shape = AIShape(not text.strip(), content_type(content), count, stop[:MAX_STOP_REASON])
-    return shape, text, raw
+# --- a run's input ---------------------------------------------------------------------------
 
 
 def query(inputs: object) -> str:
     """A run's input as text: its last human message, a prompt's variables (JSON) or ""."""
     if isinstance(inputs, str):
         return inputs
-    messages = _message_list(inputs)
+    messages = message_list(inputs)
     if messages is not None:
         for message in reversed(messages):
             if isinstance(message, str):
                 return message
-            if _message_role(message).lower() in _HUMAN_ROLES:
-                return flatten_content_blocks(_message_content(message)) or ""
+            if message_role(message).lower() in _HUMAN_ROLES:
+                return flatten_content_blocks(message_content(message)) or ""
         return ""
     if isinstance(inputs, Mapping) and inputs:
         for key in ("input", "query", "question"):
@@ -235,11 +154,11 @@ def final_output(outputs: object, *, render: bool) -> FinalOutput:
     state, parsed JSON, a Pydantic object, a list, a number) is an answer unless every value in
     it is blank. ``render``: turn non-text answers into JSON text for content capture.
     """
-    messages = _message_list(outputs)
+    messages = message_list(outputs)
     if messages:
-        found = _ai_message(messages[-1])
+        found = ai_message(messages[-1])
         if found is None:
-            text = flatten_content_blocks(_message_content(messages[-1])) or ""
+            text = flatten_content_blocks(message_content(messages[-1])) or ""
             return FinalOutput(True, text)
         shape, text, _ = found
         if not shape.blank:
@@ -248,7 +167,7 @@ def final_output(outputs: object, *, render: bool) -> FinalOutput:
         if not _is_blank_value(structured, 0):
             return FinalOutput(True, _render(structured) if render else "", ai=shape)
         return FinalOutput(False, "", bail=shape, ai=shape)
-    found = _ai_message(outputs)
+    found = ai_message(outputs)
     if found is not None:
         shape, text, _ = found
         return FinalOutput(not shape.blank, text, ai=shape)
@@ -330,7 +249,7 @@ def llm_output(response: object) -> LLMOutput:
     """Text, AI message shape, token usage and raw stop reason of an ``LLMResult``."""
     generation = _first_generation(response)
     message = getattr(generation, "message", None)
-    found = _ai_message(message) if message is not None else None
+    found = ai_message(message) if message is not None else None
     shape: AIShape | None = None
     stop: str | None = None
     if found is not None:
@@ -338,7 +257,7 @@ def llm_output(response: object) -> LLMOutput:
     else:
         raw = getattr(generation, "text", "")
         text = raw if isinstance(raw, str) else ""
-        stop = raw_stop_reason(_metadata_view(message)) if message is not None else None
+        stop = raw_stop_reason(metadata_view(message)) if message is not None else None
     if stop is None:  # completion models report it per generation
         info = getattr(generation, "generation_info", None)
         value = info.get("finish_reason") if isinstance(info, Mapping) else None

@@ -42,6 +42,9 @@ class AgentRun:
     subagents: dict[RunKey, AgentRun] = field(default_factory=dict)
     chat_calls: int = 0
     last_ai: AIShape | None = None
+    # The id of a budget message written in the model's place inside the run: a hook's jump to
+    # the end, or a sub-agent's step cap (``step_caps``).
+    closing_message: str | None = None
     interrupted: bool = False
     at_breakpoint: bool = False  # LangGraph's on_interrupt: maybe a static breakpoint
     announced: bool = False  # the core has seen its AgentStart

@@ -30,7 +30,7 @@ from symfonic_otel.events import (
     TerminationReason,
 )
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.langchain import errors
+from symfonic_otel.langchain import errors, step_caps
 from symfonic_otel.langchain.attributes import agent_name, conversation_id, is_graph_node
 from symfonic_otel.langchain.base import Part, in_span
 from symfonic_otel.langchain.extract import (
@@ -214,7 +214,11 @@ class Translator(Part):
             )
             if agent.at_breakpoint and _mid_loop(final):
                 agent.interrupted, final = True, UNKNOWN_OUTPUT
-        stop = errors.exit_reason(kind)
+        # A budget message in place of an answer: the framework's own step cap fired.
+        capped = not agent.interrupted and step_caps.capped(
+            agent.last_ai, agent.closing_message, final.ai
+        )
+        stop = errors.STOP_RECURSION_LIMIT if capped else errors.exit_reason(kind)
         if stop is None and agent.interrupted:
             stop = errors.STOP_INTERRUPTED
         if stop is None:
@@ -222,12 +226,14 @@ class Translator(Part):
             stop = last.stop_reason if last is not None else None
         if agent.parent is not None and (kind == "interrupt" or agent.interrupted):
             agent.parent.interrupted = True
+        if capped and agent.parent is not None and final.ai is not None and final.ai.message_id:
+            agent.parent.closing_message = final.ai.message_id  # relayed up: no answer there either
         if kind == "interrupt" or (kind == "ok" and agent.interrupted):
             # Waiting for ``Command(resume=...)``: paused, neither an answer nor a bail.
             self._core.interrupt(_Paused(agent.run_id))
 
         bail = final.bail
-        if kind == "recursion":
+        if kind == "recursion" or capped:
             self._report_bail(agent, agent.last_ai, "tool_calls_with_no_text")
         elif bail is not None:
             self._report_bail(agent, bail, _bail_reason(bail))
@@ -244,7 +250,7 @@ class Translator(Part):
                 error_type=error_type,
             ),
             error_type=error_type,
-            answered=final.answered if outcome == "completed" else None,
+            answered=(False if capped else final.answered) if outcome == "completed" else None,
             attributes=self._late_input(inputs),
         )
 
@@ -371,6 +377,9 @@ class Translator(Part):
             self.end_agent(key, outputs, error, inputs)
             return
         kind = errors.classify(error)
-        span = self._tree.release(key, interrupted=kind == "interrupt")
+        closing = None
+        if kind == "ok":
+            closing = self._read("node_output", step_caps.closing_message, outputs, None)
+        span = self._tree.release(key, interrupted=kind == "interrupt", closing=closing)
         if span is not None:
             self._core.end_call(span, error_type=errors.error_type(error, kind))
