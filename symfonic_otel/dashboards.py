@@ -12,7 +12,7 @@ reads them from ``dashboards/`` next to the package. ``export`` copies them, lay
     alertmanager/alertmanager.yml                              route per tenant_id to a receiver
     grafana/provisioning/                                      datasource and dashboards provider
     collector/otel-collector.yaml                              example Collector pipeline
-    README.md                                                  runbook, one section per alert
+    README.md                                                  what each file is, where the docs are
 """
 
 from __future__ import annotations

@@ -364,7 +364,8 @@ def test_provisioned_dashboards_provider_loads_exactly_the_dashboards() -> None:
     path = provider["options"]["path"]
     # the documented mount puts the export directory at that path
     assert f'symfonic-dashboards:{path}"' in text
-    assert f'symfonic-dashboards:{path}"' in (DASHBOARDS / "README.md").read_text()
+    grafana_page = DASHBOARDS.parent / "docs" / "operators" / "grafana.md"
+    assert f'symfonic-dashboards:{path}"' in grafana_page.read_text()
     # Grafana reads every *.json under it: only the dashboards may be JSON
     json_files = sorted(p.relative_to(DASHBOARDS).as_posix() for p in DASHBOARDS.rglob("*.json"))
     assert json_files == BOARDS

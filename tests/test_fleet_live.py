@@ -240,8 +240,8 @@ def test_one_page_per_noisy_tenant_across_the_fleet_none_for_the_others_and_it_r
     assert not about_ordinary, about_ordinary
 
 
-def test_the_readme_shows_the_fleet_this_test_runs() -> None:
-    readme = (DASHBOARDS.parent / "README.md").read_text()
+def test_the_docs_show_the_fleet_this_test_runs() -> None:
+    readme = (DASHBOARDS.parent / "docs" / "operators" / "fleets.md").read_text()
     shown = [
         (tenants, noisy)
         for tenants, noisy in re.findall(

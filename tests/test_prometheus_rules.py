@@ -26,9 +26,12 @@ AGENT_CONFIG = PROM_DIR / "prometheus-agent.yml"
 CENTRAL_CONFIG = PROM_DIR / "prometheus-central.yml"
 ALERTMANAGER = DASHBOARDS / "alertmanager" / "alertmanager.yml"
 COLLECTOR = DASHBOARDS / "collector" / "otel-collector.yaml"
-RUNBOOK = DASHBOARDS / "README.md"
+DOCS = ROOT / "docs"
+RUNBOOKS = DOCS / "runbooks"  # one page per alert, named after it
+SLO_PAGE = DOCS / "operators" / "slo.md"
+THRESHOLDS_PAGE = DOCS / "operators" / "prometheus.md"
 SEVERITIES = {"critical", "warning", "info"}
-RUNBOOK_URL = "{{ with $externalLabels.runbook_base_url }}{{ . }}/{{ end }}README.md#"
+RUNBOOK_URL = "{{ with $externalLabels.runbook_base_url }}{{ . }}/{{ end }}runbooks/"
 SLO_BUDGET = "symfonic:silent_bail_budget:ratio"
 
 # DESIGN §3: the silent-bail rate per tenant.
@@ -81,11 +84,6 @@ def seconds(duration: str) -> int:
     parts = re.findall(r"(\d+)([smhdw])", duration)
     assert parts and "".join(n + u for n, u in parts) == duration, duration
     return sum(int(n) * units[u] for n, u in parts)
-
-
-def github_anchor(heading: str) -> str:
-    slug = re.sub(r"[^\w\- ]", "", heading.strip().lower())
-    return slug.replace(" ", "-")
 
 
 # --- promtool and amtool --------------------------------------------------------------------
@@ -174,11 +172,6 @@ def test_each_lost_by_tenant_id_fails_the_rule_tests(tmp_path: Path) -> None:
 
 
 def test_every_alert_has_severity_summary_description_and_runbook() -> None:
-    anchors = {
-        github_anchor(line.lstrip("#"))
-        for line in RUNBOOK.read_text().splitlines()
-        if line.startswith("#")
-    }
     names = [alert["alert"] for alert in alerts()]
     assert len(names) == len(set(names))
     assert len(names) >= 12
@@ -187,9 +180,23 @@ def test_every_alert_has_severity_summary_description_and_runbook() -> None:
         assert alert["labels"]["severity"] in SEVERITIES, name
         annotations = alert["annotations"]
         assert annotations["summary"].strip() and annotations["description"].strip(), name
-        # No host baked in: the exported runbook, or the operator's runbook_base_url + it.
-        assert annotations["runbook_url"] == RUNBOOK_URL + name.lower(), name
-        assert name.lower() in anchors, f"{name}: no section in dashboards/README.md"
+        # No host baked in: the docs site's page, under the operator's runbook_base_url.
+        assert annotations["runbook_url"] == RUNBOOK_URL + name + "/", name
+        page = RUNBOOKS / f"{name}.md"
+        assert page.is_file(), f"{name}: no page docs/runbooks/{name}.md"
+        assert page.read_text().splitlines()[0] == f"# {name}", name
+
+
+def test_every_runbook_page_is_an_alert_and_in_the_site() -> None:
+    """No page outlives its alert, and the site's navigation and index list every page."""
+    names = {alert["alert"] for alert in alerts()}
+    pages = {page.stem for page in RUNBOOKS.glob("*.md")} - {"index"}
+    assert pages == names
+    nav = (ROOT / "mkdocs.yml").read_text()
+    index = (RUNBOOKS / "index.md").read_text()
+    for name in names:
+        assert f"runbooks/{name}.md" in nav, name
+        assert f"[{name}]({name}.md)" in index, name
 
 
 def test_every_alert_is_unit_tested_both_ways() -> None:
@@ -282,13 +289,13 @@ def test_slo_objective_is_one_number_stated_in_the_runbook() -> None:
         expr = flat(alert["expr"])
         windows = re.findall(r"silent_bail_ratio:rate\w+", expr)
         assert expr.count(f"/ on () group_left () {SLO_BUDGET} >") == len(windows) >= 2
-    # The runbook states the same objective.
-    stated = re.search(r"at most (\d+(?:\.\d+)?) % of (?:its )?runs", RUNBOOK.read_text())
+    # The SLO page states the same objective.
+    stated = re.search(r"at most (\d+(?:\.\d+)?) % of (?:its )?runs", SLO_PAGE.read_text())
     assert stated and float(stated.group(1)) == pytest.approx(100 * objective)
 
 
 def test_runbook_threshold_table_lists_every_alert() -> None:
-    table = [line for line in RUNBOOK.read_text().splitlines() if line.startswith("| [")]
+    table = [line for line in THRESHOLDS_PAGE.read_text().splitlines() if line.startswith("| [")]
     listed = {m.group(1) for line in table if (m := re.match(r"\| \[(\w+)\]", line))}
     assert listed == {alert["alert"] for alert in alerts()}
 

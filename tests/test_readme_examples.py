@@ -1,41 +1,43 @@
-"""The README's runnable example does what its comments say."""
+"""The README is a short front door whose code is the docs' tested examples, verbatim."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
+import tomllib
 from pathlib import Path
 
-import structlog
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+EXAMPLES = ROOT / "docs" / "examples"
+MAX_LINES = 250
+# The README's code blocks, in order: each is one of the files test_docs_examples.py runs.
+README_EXAMPLES = [
+    "symfonic_events.py",
+    "react_agent.py",
+    "langchain_agent.py",
+    "instrumentor.sh",
+    "prometheus_export.py",
+    "otlp_export.py",
+]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+
+def _text() -> str:
+    return README.read_text(encoding="utf-8")
 
 
 def _section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return _text().split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
-def test_reference_loop_example_prints_what_its_comments_say() -> None:
-    code = re.findall(r"```python\n(.*?)```", _section("The reference loop"), flags=re.S)[0]
-    expected = [
-        line.split("# ", 1)[1].split("   (", 1)[0].split(": ", 1)[0].strip()
-        for line in code.splitlines()
-        if line.startswith("print(")
-    ]
-    out = io.StringIO()
-    saved, was_configured = structlog.get_config(), structlog.is_configured()
-    structlog.reset_defaults()  # as in a fresh application that configures no logging
-    try:
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
-    finally:
-        if was_configured:
-            structlog.configure(**saved)
-    # Unconfigured, the package prints nothing: only the example's own print() lines appear.
-    printed = [line.strip() for line in out.getvalue().splitlines()]
-    assert printed == expected
+def test_readme_code_is_the_tested_examples_verbatim() -> None:
+    blocks = re.findall(r"```(python|bash)\n(.*?)```", _text(), flags=re.S)
+    examples = {path.read_text(encoding="utf-8"): path.name for path in EXAMPLES.iterdir()}
+    shown = [examples[code] for _, code in blocks if code in examples]
+    assert shown == README_EXAMPLES
+    # Every Python block is one of them: no untested Python in the README.
+    python = [code for lang, code in blocks if lang == "python"]
+    assert all(code in examples for code in python)
+    assert len(python) == sum(name.endswith(".py") for name in README_EXAMPLES)
 
 
 def test_quick_start_commands_are_the_ones_ci_runs() -> None:
@@ -43,6 +45,37 @@ def test_quick_start_commands_are_the_ones_ci_runs() -> None:
     commands = re.findall(r"^(pip install .*?)\s+#", quick_start, flags=re.M)
     assert commands[0] == "pip install -e . && symfonic-otel demo"
     assert commands[1] == "pip install -e '.[test]' && pytest"
-    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "pip install -q -e '.[test]'" in ci
     assert ci.rstrip().splitlines()[-1] == "pytest"
+    # The docs build is part of CI, with the docs extra that the test extra pulls in.
+    assert re.search(r"^(\S+=\S+ )*mkdocs build --strict\b", ci, flags=re.M)
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert "symfonic-otel[docs]" in extras["test"]
+    assert {re.split(r"[<>=\[]", dep)[0] for dep in extras["docs"]} == {
+        "mkdocs",
+        "mkdocs-material",
+        "mkdocstrings",
+    }
+
+
+def test_readme_is_short_and_speaks_only_of_what_users_have() -> None:
+    text = _text()
+    assert len(text.splitlines()) <= MAX_LINES
+    for internal in ("seed", "DESIGN", "SymfonicAgent"):
+        assert internal not in text, internal
+
+
+def test_readme_links_to_files_that_exist() -> None:
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", _text()):
+        assert (ROOT / target).exists(), target
+
+
+def test_license_file_matches_the_package_metadata() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0"
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+    assert "END OF TERMS AND CONDITIONS" in license_text
