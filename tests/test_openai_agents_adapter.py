@@ -9,6 +9,7 @@ output is a blank answer; the spans are shaped as the other adapters make them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -269,3 +270,105 @@ def test_with_capture_on_the_answer_and_tool_payloads_are_recorded(
     assert tool.attributes is not None
     assert "weather" in str(tool.attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
     assert tool.attributes[semconv.GEN_AI_TOOL_CALL_RESULT] == "result for weather"
+
+
+# --- other paths: streaming, the Responses API, agents as tools, tool errors, threads ----------
+
+
+async def test_the_streamed_path_bails_and_answers_alike(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    with tenant_scope("acme"):
+        streamed = Runner.run_streamed(agent(looping()), "q", max_turns=2)
+        with pytest.raises(MaxTurnsExceeded):
+            async for _ in streamed.stream_events():
+                pass
+        streamed = Runner.run_streamed(agent(answering()), "q", max_turns=5)
+        async for _ in streamed.stream_events():
+            pass
+    assert streamed.final_output == "It is sunny."
+    assert _bails(telemetry, "acme", "tool_calls_with_no_text") == 1
+    assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 1
+    assert telemetry.value(STOPS, {semconv.RUN_STOP_REASON: "recursion_limit"}) == 1
+
+
+@pytest.mark.parametrize(("script", "bails"), [(["tool", "Sunny."], 0), (["tool", "blank"], 1)])
+def test_responses_api_turns_are_read_from_the_response_object(
+    telemetry: InMemoryTelemetry,
+    processor: SymfonicTracingProcessor,
+    script: list[str],
+    bails: int,
+) -> None:
+    with tenant_scope("acme"):
+        _run(ScriptedModel(script, api="responses"))
+    assert _bails(telemetry, "acme", "no_content_no_tool_calls") == bails
+    chats = [s for s in telemetry.spans() if s.name == f"chat {MODEL}"]
+    assert len(chats) == 2
+    assert all(c.attributes and c.attributes[semconv.GEN_AI_RESPONSE_ID] for c in chats)
+    assert [
+        c.attributes[semconv.GEN_AI_RESPONSE_FINISH_REASONS] for c in chats if c.attributes
+    ] == [
+        ("tool_calls",),
+        ("stop",),
+    ]
+
+
+def test_an_agent_used_as_a_tool_is_a_sub_run_under_the_tool_span(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    inner = Agent(name="researcher", model=ScriptedModel(["Found it."]))
+    outer = Agent(
+        name="lead",
+        model=ScriptedModel(['call:research:{"input": "sources"}', "Here it is."]),
+        tools=[inner.as_tool(tool_name="research", tool_description="Research.")],
+    )
+    with tenant_scope("acme"):
+        assert Runner.run_sync(outer, "q").final_output == "Here it is."
+    lead = telemetry.span("invoke_agent lead")
+    sub = telemetry.span("invoke_agent researcher")
+    tool = telemetry.span("execute_tool research")
+    assert tool.parent is not None and tool.parent.span_id == lead.context.span_id
+    assert sub.parent is not None and sub.parent.span_id == tool.context.span_id
+    assert sub.attributes is not None and lead.attributes is not None
+    assert sub.attributes[semconv.RUN_PARENT_ID] == lead.attributes[semconv.RUN_ID]
+    assert sub.attributes[semconv.TENANT_ID] == "acme"
+    assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 2
+    assert telemetry.value(BAILS) == 0
+
+
+def test_a_failing_tool_marks_its_span_and_the_run_goes_on(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    from agents import function_tool
+
+    @function_tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        raise ValueError("backend down")
+
+    helper = Agent(name="helper", model=answering(), tools=[lookup])
+    assert Runner.run_sync(helper, "q").final_output == "It is sunny."
+    tool = telemetry.span("execute_tool lookup")
+    assert tool.status.status_code is StatusCode.ERROR
+    assert tool.attributes is not None
+    assert tool.attributes[semconv.ERROR_TYPE] == semconv.TOOL_ERROR_TYPE
+    assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 1
+
+
+def test_concurrent_runs_in_threads_keep_their_tenants(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    def work(n: int) -> None:
+        tenant = f"t{n % 4}"
+        with tenant_scope(tenant):
+            if n % 2:
+                with pytest.raises(MaxTurnsExceeded):
+                    _run(looping(), max_turns=2)
+            else:
+                _run(answering())
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(work, range(24)))
+    for n in range(4):
+        assert telemetry.value(RUNS, {semconv.TENANT_ID: f"t{n}"}) == 6
+        assert _bails(telemetry, f"t{n}") == (6 if n % 2 else 0)
