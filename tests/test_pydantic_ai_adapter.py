@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic_ai import Agent, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.exceptions import ContentFilterError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import UsageLimits
 
@@ -286,3 +286,27 @@ def test_a_telemetry_failure_never_reaches_the_agent(telemetry: InMemoryTelemetr
 def test_a_handler_that_is_not_ours_is_refused_by_name() -> None:
     with pytest.raises(TypeError, match="SymfonicCapability: handler must be"):
         SymfonicCapability(handler=object())  # type: ignore[arg-type]
+
+
+async def test_the_streamed_path_bails_and_answers_alike(telemetry: InMemoryTelemetry) -> None:
+    async def streamed(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        if _requests(messages) <= 1:
+            yield {0: DeltaToolCall(name="lookup", json_args='{"q": "weather"}')}
+        else:
+            yield "It is sunny."
+
+    async def streamed_loop(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        yield {0: DeltaToolCall(name="lookup", json_args='{"q": "weather"}')}
+
+    agent = _agent(telemetry, looping)
+    with tenant_scope("acme"):
+        answering = FunctionModel(stream_function=streamed, model_name="scripted")
+        async with agent.run_stream("q", model=answering) as result:
+            assert await result.get_output() == "It is sunny."
+        loop = FunctionModel(stream_function=streamed_loop, model_name="scripted")
+        limits = UsageLimits(request_limit=2)
+        with pytest.raises(UsageLimitExceeded):
+            async with agent.run_stream("q", model=loop, usage_limits=limits) as result:
+                await result.get_output()
+    assert _bails(telemetry, "acme", "tool_calls_with_no_text") == 1
+    assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 1
