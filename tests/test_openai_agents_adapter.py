@@ -372,3 +372,12 @@ def test_concurrent_runs_in_threads_keep_their_tenants(
     for n in range(4):
         assert telemetry.value(RUNS, {semconv.TENANT_ID: f"t{n}"}) == 6
         assert _bails(telemetry, f"t{n}") == (6 if n % 2 else 0)
+
+
+def test_the_trace_group_id_is_the_conversation_id(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    _run(answering(), run_config=RunConfig(group_id="conversation-7"))
+    run = telemetry.span("invoke_agent helper")
+    assert run.attributes is not None
+    assert run.attributes[semconv.GEN_AI_CONVERSATION_ID] == "conversation-7"
