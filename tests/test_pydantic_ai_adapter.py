@@ -310,3 +310,45 @@ async def test_the_streamed_path_bails_and_answers_alike(telemetry: InMemoryTele
                 await result.get_output()
     assert _bails(telemetry, "acme", "tool_calls_with_no_text") == 1
     assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 1
+
+
+def test_an_agent_run_inside_a_tool_is_a_sub_run_under_the_tool_span(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    capability = SymfonicCapability(handler=telemetry.handler())
+    inner: Agent[None, str] = Agent(TestModel(), name="researcher", capabilities=[capability])
+    outer: Agent[None, str] = Agent(
+        FunctionModel(answering_after(1), model_name="scripted"),
+        name="lead",
+        capabilities=[capability],
+    )
+
+    @outer.tool_plain
+    async def lookup(q: str) -> str:
+        return (await inner.run(q)).output
+
+    with tenant_scope("acme"):
+        assert outer.run_sync("q").output == "It is sunny."
+    lead = telemetry.span("invoke_agent lead")
+    sub = telemetry.span("invoke_agent researcher")
+    tool = telemetry.span("execute_tool lookup")
+    assert sub.parent is not None and sub.parent.span_id == tool.context.span_id
+    assert sub.attributes is not None and lead.attributes is not None
+    assert sub.attributes[semconv.RUN_PARENT_ID] == lead.attributes[semconv.RUN_ID]
+    assert semconv.RUN_PARENT_ID not in lead.attributes
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme", semconv.RESPONSE_EMPTY: False}) == 2
+
+
+def test_a_failing_tool_records_no_exception_message(telemetry: InMemoryTelemetry) -> None:
+    capability = SymfonicCapability(handler=telemetry.handler())
+    agent: Agent[None, str] = Agent(
+        FunctionModel(answering_after(1), model_name="scripted"), capabilities=[capability]
+    )
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        raise ValueError("the user's secret account number")
+
+    with pytest.raises(ValueError):
+        agent.run_sync("q")
+    assert "secret" not in _texts(telemetry)

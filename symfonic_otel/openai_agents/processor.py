@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -110,7 +111,9 @@ class SymfonicTracingProcessor(TracingProcessor):
             _positive_int("max_open_runs", max_open_runs),
             _positive_int("max_spans_per_run", max_spans_per_run),
         )
-        self._groups: dict[str, str] = {}  # open traces' group ids (conversation ids)
+        # Open traces' group ids (conversation ids), oldest first: a trace whose end never
+        # comes is forgotten once ``max_open_runs`` newer ones started.
+        self._groups: OrderedDict[str, str] = OrderedDict()
         self._max_groups = max_open_runs
         self._failures = FailureLog()
         self._lock = threading.RLock()
@@ -158,8 +161,10 @@ class SymfonicTracingProcessor(TracingProcessor):
 
     def _trace_start(self, sdk_trace: Trace) -> None:
         group = getattr(sdk_trace, "group_id", None)
-        if isinstance(group, str) and group and len(self._groups) < self._max_groups:
+        if isinstance(group, str) and group:
             self._groups[sdk_trace.trace_id] = group
+            while len(self._groups) > self._max_groups:
+                self._groups.popitem(last=False)
 
     def _trace_end(self, sdk_trace: Trace) -> None:
         trace_id = sdk_trace.trace_id

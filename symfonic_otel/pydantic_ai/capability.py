@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, RetryModelRequest, SkipModelRequest
@@ -36,6 +38,8 @@ __all__ = ["SymfonicCapability"]
 _TENANT_KEY: Final = "tenant_id"
 # Control flow of a model request, not a failed call (another attempt follows, or none is made).
 _REQUEST_CONTROL: Final = (ModelRetry, RetryModelRequest, SkipModelRequest)
+# The run whose tool is executing: an agent run inside that tool is its sub-run.
+_TOOL_OF_RUN: ContextVar[str | None] = ContextVar("symfonic_pydantic_ai_tool_of_run", default=None)
 
 
 @dataclass(slots=True)
@@ -125,6 +129,9 @@ class SymfonicCapability(AbstractCapability[Any]):
             attributes[semconv.GEN_AI_AGENT_NAME] = name
         if isinstance(ctx.conversation_id, str) and ctx.conversation_id:
             attributes[semconv.GEN_AI_CONVERSATION_ID] = ctx.conversation_id
+        outer = _TOOL_OF_RUN.get()
+        if outer is not None and outer != run_id:
+            attributes[semconv.RUN_PARENT_ID] = outer
         metadata = ctx.metadata
         tenant = metadata.get(_TENANT_KEY) if isinstance(metadata, Mapping) else None
         query = ctx.prompt if self.core.capture_content and isinstance(ctx.prompt, str) else ""
@@ -223,11 +230,23 @@ class SymfonicCapability(AbstractCapability[Any]):
         self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any
     ) -> Any:
         span = self._open_tool(call, args)
+        run = self._run
+        # While the tool runs, its span is the current one (an agent run inside it, or an HTTP
+        # call, nests under it); both are restored in this frame, whatever the tool does.
+        token = _TOOL_OF_RUN.set(run.run_id if run is not None else None)
         try:
-            result = await handler(args)
+            if span is None:
+                result = await handler(args)
+            else:
+                with trace.use_span(
+                    span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+                ):  # the error is recorded by type only, never its message
+                    result = await handler(args)
         except BaseException as exc:
             self._guard("tool_end", self._close_tool, span, None, type(exc).__name__)
             raise
+        finally:
+            _TOOL_OF_RUN.reset(token)
         self._guard("tool_end", self._close_tool, span, result, None)
         return result
 
