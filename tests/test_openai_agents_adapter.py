@@ -381,3 +381,36 @@ def test_the_trace_group_id_is_the_conversation_id(
     run = telemetry.span("invoke_agent helper")
     assert run.attributes is not None
     assert run.attributes[semconv.GEN_AI_CONVERSATION_ID] == "conversation-7"
+
+
+def test_a_max_turns_handler_answering_with_a_canned_message_is_still_a_bail(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    def canned(data: Any) -> str:
+        return "Sorry, I could not finish that."
+
+    with tenant_scope("acme"):
+        result = _run(looping(), max_turns=2, error_handlers={"max_turns": canned})
+    assert result.final_output == "Sorry, I could not finish that."
+    assert _bails(telemetry, "acme", "tool_calls_with_no_text") == 1
+    assert telemetry.value(STOPS, {semconv.RUN_STOP_REASON: "recursion_limit"}) == 1
+
+
+def test_without_task_spans_the_trace_is_the_run(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    """``RunConfig(tracing={"include_task_and_turn_spans": False})``: no task span; the trace
+    is the run, handoffs included, and its end ends the run."""
+    config = RunConfig(tracing={"include_task_and_turn_spans": False})
+    second = Agent(name="second", model=ScriptedModel(["Done."]))
+    first = Agent(name="first", model=ScriptedModel(["call:transfer_to_second"]), handoffs=[second])
+    with tenant_scope("acme"):
+        assert Runner.run_sync(first, "help", run_config=config).final_output == "Done."
+        with pytest.raises(MaxTurnsExceeded):
+            _run(looping(), max_turns=2, run_config=config)
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme"}) == 2
+    assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 1
+    assert _bails(telemetry, "acme", "tool_calls_with_no_text") == 1
+    handoff = telemetry.span("handoff second")
+    run = telemetry.span("invoke_agent first")
+    assert handoff.parent is not None and handoff.parent.span_id == run.context.span_id
