@@ -18,11 +18,14 @@ from agents import (
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    OutputGuardrailTripwireTriggered,
     RunConfig,
     Runner,
     input_guardrail,
+    output_guardrail,
     set_trace_processors,
 )
+from agents.tracing import generation_span
 from openai_agents_support import MODEL, ScriptedModel, agent, answering, blank, looping
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -414,3 +417,37 @@ def test_without_task_spans_the_trace_is_the_run(
     handoff = telemetry.span("handoff second")
     run = telemetry.span("invoke_agent first")
     assert handoff.parent is not None and handoff.parent.span_id == run.context.span_id
+
+
+def test_an_output_guardrail_trip_is_an_error_not_a_silent_bail(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    @output_guardrail
+    async def block_answers(ctx: Any, agent_: Any, output: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    guarded = agent(answering(), output_guardrails=[block_answers])
+    with pytest.raises(OutputGuardrailTripwireTriggered):
+        Runner.run_sync(guarded, "anything")
+    assert telemetry.value(BAILS) == 0
+    run = telemetry.span("invoke_agent helper")
+    assert run.attributes is not None
+    assert run.attributes[semconv.ERROR_TYPE] == semconv.GUARDRAIL_ERROR_TYPE
+
+
+class _FailingModel(ScriptedModel):
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        with generation_span(model=self.model) as span:
+            span.set_error({"message": "Error", "data": {}})
+            raise RuntimeError("provider down")
+
+
+def test_a_failing_model_call_is_an_error_run_and_no_bail(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    with tenant_scope("acme"), pytest.raises(RuntimeError):
+        _run(_FailingModel(["tool"]))
+    assert telemetry.value(BAILS) == 0
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "error"}) == 1
+    chat = telemetry.span(f"chat {MODEL}")
+    assert chat.status.status_code is StatusCode.ERROR
