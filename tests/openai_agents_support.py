@@ -14,10 +14,11 @@ does, and the streamed path always does. The last step repeats when the script r
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from agents import Agent, Model, ModelResponse, Usage, function_tool
+from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_trace_processors
 from agents.tracing import generation_span, response_span
 from openai.types.responses import (
     Response,
@@ -29,7 +30,21 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-__all__ = ["MODEL", "ScriptedModel", "agent", "answering", "blank", "looping"]
+from symfonic_otel import semconv
+from symfonic_otel.openai_agents import SymfonicTracingProcessor
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+
+__all__ = [
+    "MODEL",
+    "ScriptedModel",
+    "agent",
+    "answering",
+    "bails_of",
+    "blank",
+    "installed",
+    "looping",
+    "run_agent",
+]
 
 MODEL = "scripted-gpt"
 _ids = itertools.count()
@@ -176,3 +191,28 @@ def answering(tool_turns: int = 1, text: str = "It is sunny.") -> ScriptedModel:
 
 def blank() -> ScriptedModel:
     return ScriptedModel(["tool", "blank"])
+
+
+@contextmanager
+def installed(telemetry: InMemoryTelemetry) -> Iterator[SymfonicTracingProcessor]:
+    """Ours as the SDK's only trace processor (nothing goes to OpenAI's trace backend); once
+    the test is done it must hold no run and have logged no failure of its own."""
+    made = SymfonicTracingProcessor(handler=telemetry.handler())
+    set_trace_processors([made])
+    try:
+        yield made
+    finally:
+        set_trace_processors([])
+    assert made.open_runs == 0
+    assert made.internal_failures() == {}
+
+
+def bails_of(telemetry: InMemoryTelemetry, tenant: str, reason: str | None = None) -> float:
+    where: dict[str, Any] = {semconv.TENANT_ID: tenant}
+    if reason is not None:
+        where[semconv.REACT_TERMINATION_REASON] = reason
+    return telemetry.value("symfonic.react.silent_bails", where)
+
+
+def run_agent(model: ScriptedModel, max_turns: int = 10, **kwargs: Any) -> Any:
+    return Runner.run_sync(agent(model), "What is the weather?", max_turns=max_turns, **kwargs)

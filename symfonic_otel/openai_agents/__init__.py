@@ -1,6 +1,7 @@
 """OpenAI Agents SDK adapter: ``SymfonicTracingProcessor``, one of the SDK's tracing processors.
 
-``processor`` (the SDK callbacks -> the core handler), ``runs`` (bounded run state), ``read``
+``processor`` (the SDK callbacks -> the core handler), ``steps`` (model calls, tools,
+handoffs, guardrails), ``runs`` (bounded run state), ``read``
 (span-data readers). Needs the ``openai-agents`` extra; the core package never imports this.
 """
 

@@ -36,7 +36,6 @@ from opentelemetry.util.types import AttributeValue
 from symfonic_otel import semconv
 from symfonic_otel.events import (
     AgentStartEvent,
-    LLMEndEvent,
     ReactLoopEndEvent,
     TerminationOutcome,
     TerminationReason,
@@ -45,7 +44,7 @@ from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.openai_agents import read
 from symfonic_otel.openai_agents.runs import AgentsRun, RunIndex
-from symfonic_otel.read.content import json_text
+from symfonic_otel.openai_agents.steps import StepRecorder
 
 __all__ = ["SymfonicTracingProcessor"]
 
@@ -116,6 +115,7 @@ class SymfonicTracingProcessor(TracingProcessor):
         self._groups: OrderedDict[str, str] = OrderedDict()
         self._max_groups = max_open_runs
         self._failures = FailureLog()
+        self._steps = StepRecorder(self.handler)
         self._lock = threading.RLock()
 
     # --- the SDK's interface ------------------------------------------------------------------
@@ -190,7 +190,7 @@ class SymfonicTracingProcessor(TracingProcessor):
         else:
             run = self._runs.owner(span.parent_id, span.trace_id)
             if run is not None and self._runs.index(run, span.span_id) and kind == "function":
-                self._tool_start(run, span)
+                self._steps.tool_start(run, span)
 
     def _span_end(self, span: AgentsSpan[Any]) -> None:
         kind = span.span_data.type
@@ -198,13 +198,13 @@ class SymfonicTracingProcessor(TracingProcessor):
         if run is None:
             return  # a span of no run we follow (its run was evicted, or its start missed)
         if kind in ("generation", "response"):
-            self._model_end(run, span)
+            self._steps.model_end(run, span)
         elif kind == "function":
-            self._tool_end(run, span)
+            self._steps.tool_end(run, span)
         elif kind == "handoff":
-            self._handoff(run, span)
+            self._steps.handoff(run, span)
         elif kind == "guardrail":
-            self._guardrail(run, span)
+            self._steps.guardrail(run, span)
         if kind in ("task", "agent", "turn") and span.error is not None:
             found = read.run_error(span.error)
             if found is not None and (
@@ -273,99 +273,6 @@ class SymfonicTracingProcessor(TracingProcessor):
             attributes=attributes,
         )
         run.opened = True
-
-    # --- model calls, tools, handoffs, guardrails ---------------------------------------------
-
-    def _model_end(self, run: AgentsRun, span: AgentsSpan[Any]) -> None:
-        data = span.span_data
-        response = getattr(data, "response", None)
-        shape = read.output_shape(getattr(data, "output", None), response)
-        failed = span.error is not None
-        capture = self.handler.capture_content
-        self.handler.llm_end(
-            LLMEndEvent(
-                model=read.model_name(data),
-                output=shape.text if capture and shape is not None else "",
-                usage=read.usage(getattr(data, "usage", None), getattr(response, "usage", None)),
-                run_id=run.key,
-                iteration_index=run.calls,
-                outcome="error" if failed else "completed",
-                stop_reason=shape.finish_reason if shape is not None and not failed else None,
-                response_id=getattr(response, "id", None),
-            ),
-            start_time_ns=read.time_ns(span.started_at),
-            end_time_ns=read.time_ns(span.ended_at),
-            error_type=semconv.OTHER_VALUE if failed else None,
-            attributes={semconv.GEN_AI_AGENT_NAME: run.agent} if run.agent else None,
-        )
-        run.calls += 1
-        run.last = shape
-        run.last_failed = failed
-
-    def _tool_start(self, run: AgentsRun, span: AgentsSpan[Any]) -> None:
-        data = span.span_data
-        name = getattr(data, "name", None)
-        tool = self.handler.start_tool(
-            run.key,
-            name if isinstance(name, str) else "",
-            start_time_ns=read.time_ns(span.started_at),
-        )
-        if tool is not None:
-            run.tools[span.span_id] = tool
-
-    def _tool_end(self, run: AgentsRun, span: AgentsSpan[Any]) -> None:
-        tool = run.tools.pop(span.span_id, None)
-        if tool is None:
-            return
-        attributes: dict[str, AttributeValue] = {}
-        if self.handler.capture_content:  # the SDK fills both in by the span's end
-            data = span.span_data
-            if data.input is not None:
-                attributes.update(_captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, data.input))
-            if data.output is not None:
-                attributes.update(_captured(semconv.GEN_AI_TOOL_CALL_RESULT, data.output))
-        self.handler.end_tool(
-            tool,
-            error_type=semconv.TOOL_ERROR_TYPE if span.error is not None else None,
-            end_time_ns=read.time_ns(span.ended_at),
-            attributes=attributes,
-        )
-
-    def _handoff(self, run: AgentsRun, span: AgentsSpan[Any]) -> None:
-        source = getattr(span.span_data, "from_agent", None)
-        target = getattr(span.span_data, "to_agent", None)
-        attributes: dict[str, AttributeValue] = {}
-        if isinstance(source, str):
-            attributes[semconv.HANDOFF_FROM_AGENT] = source
-        if isinstance(target, str):
-            attributes[semconv.HANDOFF_TO_AGENT] = target
-        self._instant(run, span, semconv.SPAN_HANDOFF, target, attributes)
-
-    def _guardrail(self, run: AgentsRun, span: AgentsSpan[Any]) -> None:
-        name = getattr(span.span_data, "name", None)
-        triggered = getattr(span.span_data, "triggered", False) is True
-        attributes: dict[str, AttributeValue] = {semconv.GUARDRAIL_TRIGGERED: triggered}
-        if isinstance(name, str):
-            attributes[semconv.GUARDRAIL_NAME] = name
-        self._instant(run, span, semconv.SPAN_GUARDRAIL, name, attributes)
-
-    def _instant(
-        self,
-        run: AgentsRun,
-        span: AgentsSpan[Any],
-        what: str,
-        target: object,
-        attributes: dict[str, AttributeValue],
-    ) -> None:
-        """A span for a step the SDK reports whole at its end (handoff, guardrail check)."""
-        opened = self.handler.start_call(
-            "",
-            semconv.operation_span_name(what, target if isinstance(target, str) else ""),
-            run_id=run.key,
-            attributes=attributes,
-            start_time_ns=read.time_ns(span.started_at),
-        )
-        self.handler.end_call(opened, end_time_ns=read.time_ns(span.ended_at))
 
     # --- run ends -------------------------------------------------------------------------------
 
@@ -444,11 +351,3 @@ class SymfonicTracingProcessor(TracingProcessor):
         for tool in run.tools.values():
             self.handler.end_tool(tool, attributes=_UNFINISHED)
         run.tools.clear()
-
-
-def _captured(key: str, value: object) -> dict[str, AttributeValue]:
-    text, truncated = json_text(value)
-    attributes: dict[str, AttributeValue] = {key: text}
-    if truncated:
-        attributes[semconv.CONTENT_TRUNCATED] = True
-    return attributes
