@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import BaseModel
-from pydantic_ai import Agent, UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai import Agent, DeferredToolRequests, UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.exceptions import ContentFilterError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
@@ -352,3 +352,29 @@ def test_a_failing_tool_records_no_exception_message(telemetry: InMemoryTelemetr
     with pytest.raises(ValueError):
         agent.run_sync("q")
     assert "secret" not in _texts(telemetry)
+
+
+def test_a_run_waiting_on_a_tool_approval_is_paused_not_an_answer_or_a_bail(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    capability = SymfonicCapability(handler=telemetry.handler())
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(looping, model_name="scripted"),
+        name="helper",
+        capabilities=[capability],
+        output_type=[str, DeferredToolRequests],
+    )
+
+    @agent.tool_plain(requires_approval=True)
+    def lookup(q: str) -> str:
+        return "never runs without approval"
+
+    with tenant_scope("acme"):
+        output = agent.run_sync("q").output
+    assert isinstance(output, DeferredToolRequests) and output.approvals
+    assert telemetry.value(BAILS) == 0
+    run = telemetry.span("invoke_agent helper")
+    assert run.attributes is not None
+    assert run.attributes[semconv.RUN_PAUSED] is True
+    assert run.attributes[semconv.RUN_STOP_REASON] == "interrupted"
+    assert semconv.RESPONSE_EMPTY not in run.attributes

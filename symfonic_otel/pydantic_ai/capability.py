@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
+from pydantic_ai import DeferredToolRequests
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, RetryModelRequest, SkipModelRequest
 
@@ -48,6 +49,14 @@ class _Run:
     started: float
     calls: int = 0
     last: Turn | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Paused:
+    """The core's InterruptEvent for a run that ended waiting on deferred tool calls."""
+
+    run_id: str
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +157,10 @@ class SymfonicCapability(AbstractCapability[Any]):
         self._run = None
         answered = _answered(output)
         ending = ending_of(error, answered, run.last)
+        if error is None and isinstance(output, DeferredToolRequests):
+            # Waiting for approvals or external results: paused, neither an answer nor a bail.
+            self.core.interrupt(_Paused(run.run_id))
+            ending = replace(ending, stop_reason=semconv.STOP_REASON_INTERRUPTED)
         if ending.bail is not None:
             last = run.last
             self.core.react_loop_end(
