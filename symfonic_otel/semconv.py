@@ -386,3 +386,16 @@ EXECUTE_TOOL_DURATION: Final = InstrumentSpec(
 )
 
 ALL_INSTRUMENTS = (*ALL_INSTRUMENTS, CLIENT_TIME_TO_FIRST_CHUNK, EXECUTE_TOOL_DURATION)
+
+
+# --- framework adapters: OpenAI Agents SDK handoffs and guardrails ---------------------------
+# A handoff between two agents of one run, and a guardrail's check, become spans of their own
+# (semconv names no operation for either).
+SPAN_HANDOFF: Final = "handoff"
+SPAN_GUARDRAIL: Final = "guardrail"
+HANDOFF_FROM_AGENT: Final = "symfonic.handoff.from_agent"
+HANDOFF_TO_AGENT: Final = "symfonic.handoff.to_agent"
+GUARDRAIL_NAME: Final = "symfonic.guardrail.name"
+GUARDRAIL_TRIGGERED: Final = "symfonic.guardrail.triggered"
+# ``error.type`` of a run a guardrail's tripwire stopped (the SDK's span error names no class).
+GUARDRAIL_ERROR_TYPE: Final = "guardrail_tripwire"

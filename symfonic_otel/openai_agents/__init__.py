@@ -1,0 +1,20 @@
+"""OpenAI Agents SDK adapter: ``SymfonicTracingProcessor``, one of the SDK's tracing processors.
+
+``processor`` (the SDK callbacks -> the core handler), ``steps`` (model calls, tools,
+handoffs, guardrails), ``runs`` (bounded run state), ``read``
+(span-data readers). Needs the ``openai-agents`` extra; the core package never imports this.
+"""
+
+from __future__ import annotations
+
+try:
+    import agents as _agents  # noqa: F401  (fail here, with the extra's name, not deeper)
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the SDK
+    raise ImportError(
+        "symfonic_otel.openai_agents needs the OpenAI Agents SDK: "
+        "pip install 'symfonic-otel[openai-agents]'"
+    ) from exc
+
+from symfonic_otel.openai_agents.processor import SymfonicTracingProcessor
+
+__all__ = ["SymfonicTracingProcessor"]

@@ -1,0 +1,37 @@
+"""The framework adapters are optional extras: the core never imports them, and importing one
+without its framework fails with a message naming the extra to install."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_the_core_never_imports_the_frameworks() -> None:
+    done = _python(
+        "import sys, symfonic_otel, symfonic_otel.handler, symfonic_otel.langchain\n"
+        "print(sorted(m for m in ('agents', 'pydantic_ai') if m in sys.modules))"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("module", "blocked", "extra"),
+    [
+        ("symfonic_otel.openai_agents", "agents", "symfonic-otel[openai-agents]"),
+        ("symfonic_otel.pydantic_ai", "pydantic_ai", "symfonic-otel[pydantic-ai]"),
+    ],
+)
+def test_a_missing_framework_names_the_extra(module: str, blocked: str, extra: str) -> None:
+    done = _python(f"import sys\nsys.modules[{blocked!r}] = None\nimport {module}")
+    assert done.returncode != 0
+    assert "ImportError" in done.stderr and extra in done.stderr
