@@ -60,6 +60,9 @@ _TRACELOOP_RUN_KINDS: Final = frozenset(
 TOOL_FINISH_REASONS: Final = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
 _TEXT_PART_TYPES: Final = frozenset({"text", "output_text"})
 _TOOL_PART_TYPES: Final = frozenset({"tool_call", "function_call", "tool_use"})
+_MEDIA_PART_TYPES: Final = frozenset({"blob", "uri", "file", "image"})
+# Parts that are no answer: the model's reasoning (an answer still needs text).
+_SILENT_PART_TYPES: Final = frozenset({"reasoning", "thinking"})
 
 
 def kind_of(attributes: Mapping[str, Any], is_root: bool) -> Kind:
@@ -193,10 +196,11 @@ def _semconv_messages(value: object) -> tuple[bool, bool, bool]:
     text = tools = hidden = False
     for message in messages:
         parts = message.get("parts") if isinstance(message, dict) else None
-        for part in parts if isinstance(parts, list) else ():
-            if not isinstance(part, dict):
-                continue
-            kind = part.get("type")
+        if not isinstance(parts, list):
+            hidden = True  # not a message this reader understands: nothing is known
+            continue
+        for part in parts:
+            kind = part.get("type") if isinstance(part, dict) else None
             if kind in _TOOL_PART_TYPES:
                 tools = True
             elif kind in _TEXT_PART_TYPES:
@@ -205,6 +209,10 @@ def _semconv_messages(value: object) -> tuple[bool, bool, bool]:
                     text = text or bool(content.strip())
                 else:
                     hidden = True
+            elif kind in _MEDIA_PART_TYPES:
+                text = True  # an image or file is an answer too
+            elif kind not in _SILENT_PART_TYPES:
+                hidden = True
     return text, tools, not (text or tools or hidden)
 
 
