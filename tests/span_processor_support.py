@@ -158,7 +158,19 @@ def app_request(rig: Rig, tenant: str) -> Iterator[None]:
 
 
 def run_pydantic_ai(rig: Rig, scenario: str, tenant: str) -> None:
-    from pydantic_ai import Agent, UsageLimits
+    provider = rig.memory.tracer_provider
+    agent = pydantic_ai_agent(scenario, provider, rig.memory.meter_provider, rig.content)
+    with app_request(rig, tenant):
+        run_pydantic_agent(agent)
+
+
+def pydantic_ai_agent(
+    scenario: str, tracer_provider: Any, meter_provider: Any, content: bool
+) -> Any:
+    """A Pydantic AI agent with its own instrumentation on, over a ``FunctionModel`` that calls
+    ``add_numbers`` once and answers (``ANSWER``), answers blank (``BLANK``), or keeps calling
+    it (``CAP_RAISED``: the request limit ends the run)."""
+    from pydantic_ai import Agent
     from pydantic_ai.capabilities import Instrumentation
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -170,21 +182,23 @@ def run_pydantic_ai(rig: Rig, scenario: str, tenant: str) -> None:
         return ModelResponse(parts=[ToolCallPart("add_numbers", {"a": 1, "b": 2})])
 
     settings = InstrumentationSettings(
-        tracer_provider=rig.memory.tracer_provider,
-        meter_provider=rig.memory.meter_provider,
-        include_content=rig.content,
+        tracer_provider=tracer_provider, meter_provider=meter_provider, include_content=content
     )
     agent = Agent(
-        FunctionModel(model),
-        name="calculator",
-        capabilities=[Instrumentation(settings=settings)],
+        FunctionModel(model), name="calculator", capabilities=[Instrumentation(settings=settings)]
     )
 
     @agent.tool_plain
     def add_numbers(a: int, b: int) -> int:
         return a + b
 
-    with app_request(rig, tenant), contextlib.suppress(Exception):  # UsageLimitExceeded
+    return agent
+
+
+def run_pydantic_agent(agent: Any) -> None:
+    from pydantic_ai import UsageLimits
+
+    with contextlib.suppress(Exception):  # UsageLimitExceeded, or a rejected blank answer
         agent.run_sync("1+2", usage_limits=UsageLimits(request_limit=3))
 
 
