@@ -296,3 +296,38 @@ OUTCOMES: Final = {
     BLANK: "completed",
 }
 PYDANTIC_AI_OUTCOMES: Final = {**OUTCOMES, BLANK: "error"}
+
+
+# The docs table "what the span processor can see": one row per instrumentation and capture
+# setting, one cell per scenario, rendered from ``SEEN``.
+LABELS: Final = {
+    OPENLLMETRY: "OpenLLMetry (`opentelemetry-instrumentation-langchain`)",
+    OPENINFERENCE: "OpenInference (`openinference-instrumentation-langchain`)",
+    UTIL_GENAI: "OpenTelemetry util-genai (`opentelemetry-instrumentation-genai-langchain`)",
+    PYDANTIC_AI: "Pydantic AI (`Instrumentation`)",
+}
+
+
+def cell(name: str, content: bool, scenario: str) -> str:
+    seen = SEEN[(name, content)]
+    if scenario not in seen:
+        return "n/a"
+    bail = seen[scenario]
+    if bail is not None:
+        return f"bail `{bail}`"
+    if scenario == ANSWER:  # the answer's text is known only when content is recorded
+        return "run, no bail" if content else "run, no bail (`response.empty` unknown)"
+    outcome = (PYDANTIC_AI_OUTCOMES if name == PYDANTIC_AI else OUTCOMES)[scenario]
+    article = "an" if outcome[0] in "aeiou" else "a"
+    return f"**not seen** ({article} `{outcome}` run)"
+
+
+def visibility_rows() -> list[str]:
+    return [
+        f"| {LABELS[name]} | {'on' if content else 'off'} | "
+        + " | ".join(cell(name, content, scenario) for scenario in SCENARIOS)
+        + " |"
+        for (name, content) in sorted(
+            SEEN, key=lambda key: (list(LABELS).index(key[0]), not key[1])
+        )
+    ]
