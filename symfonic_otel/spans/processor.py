@@ -12,6 +12,7 @@ never raises into the SDK that calls it.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -29,7 +30,7 @@ from symfonic_otel.emit.tenancy import resolve_tenant, sanitise_tenant
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.options import warn_if_over_limit
 from symfonic_otel.read.sanitise import clean_label
-from symfonic_otel.spans.reading import Kind, read_span
+from symfonic_otel.spans.reading import Kind, SpanReading, read_span
 from symfonic_otel.spans.traces import TraceRun, TraceTable
 from symfonic_otel.spans.verdict import judge
 
@@ -103,6 +104,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         )
         self._traces = TraceTable(max_traces, float(trace_ttl_s))
         self._failures = FailureLog()
+        self._fold_lock = threading.Lock()
         # Traces whose root never ends are judged at every metric collection too.
         self._metrics.recorder.on_collect(self.expire_traces)
         warn_if_over_limit(max_tenants)
@@ -152,7 +154,9 @@ class SilentBailSpanProcessor(SpanProcessor):
         is_root = parent is None or parent.is_remote
         scope = span.instrumentation_scope
         ours = scope is not None and scope.name == semconv.SCOPE_NAME
-        attributes: Mapping[str, Any] = span.attributes or {}
+        # One copy: the SDK's attribute mapping answers a missing key by raising KeyError
+        # underneath, and most keys looked up here are missing.
+        attributes: Mapping[str, Any] = dict(span.attributes or {})
         reading = None if ours else read_span(attributes, span.events, _failed(span), is_root)
         tenant = None if ours else self._tenant_in(attributes)
         relevant = (
@@ -163,24 +167,37 @@ class SilentBailSpanProcessor(SpanProcessor):
             run, evicted = self._traces.get_or_open(trace_id)
             self._guarded_finish(evicted)
         if run is not None:
-            if ours:
-                run.ours = True
-            elif reading is not None:
-                if reading.kind is Kind.CHAT:
-                    run.chat(span.end_time or 0, reading.output, reading.finish_reason)
-                elif reading.kind is Kind.AGENT:
-                    start, end = span.start_time or 0, span.end_time or 0
-                    run.run_span(start, end, reading.output, reading.failed, reading.step_cap)
-                    if run.run_link is None or start <= (run.run_start or start):
-                        run.run_link = (trace_id, context.span_id)
-                elif reading.step_cap:  # the app's own root span recorded the framework's error
-                    run.step_cap = True
-            if tenant is not None:
-                run.offer_tenant(*tenant)
+            with self._fold_lock:  # spans of one trace may end in several threads at once
+                self._fold(run, span, (trace_id, context.span_id), ours, reading, tenant)
         if is_root:
             closed = self._traces.close(trace_id)
             if closed is not None:
                 self._finish(closed)
+
+    @staticmethod
+    def _fold(
+        run: TraceRun,
+        span: ReadableSpan,
+        ids: tuple[int, int],
+        ours: bool,
+        reading: SpanReading | None,
+        tenant: tuple[int, str] | None,
+    ) -> None:
+        """Fold one ended span into its trace's evidence."""
+        if ours:
+            run.ours = True
+        elif reading is not None:
+            if reading.kind is Kind.CHAT:
+                run.chat(span.end_time or 0, reading.output, reading.finish_reason)
+            elif reading.kind is Kind.AGENT:
+                start, end = span.start_time or 0, span.end_time or 0
+                run.run_span(start, end, reading.output, reading.failed, reading.step_cap)
+                if run.run_link is None or start <= (run.run_start or start):
+                    run.run_link = ids
+            elif reading.step_cap:  # the app's own root span recorded the framework's error
+                run.step_cap = True
+        if tenant is not None:
+            run.offer_tenant(*tenant)
 
     def _tenant_in(self, attributes: Mapping[str, Any]) -> tuple[int, str] | None:
         for rank, key in enumerate(self._tenant_keys):
