@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
@@ -382,3 +384,46 @@ def test_the_processor_is_exported_lazily() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_spans_of_one_trace_ending_in_many_threads_are_all_counted(peer: Peer) -> None:
+    """Parallel model calls of one run end in several threads at once: every call is folded
+    into the run (its iteration count), and the run is judged once."""
+    threads, calls = 8, 50
+    with peer.agent() as agent:
+        context = trace.set_span_in_context(agent)
+        barrier = threading.Barrier(threads)
+
+        def work() -> None:
+            barrier.wait()
+            for _ in range(calls):
+                span = peer.tracer.start_span(
+                    "chat peer-model",
+                    context=context,
+                    attributes={
+                        semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
+                        semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",),
+                        semconv.GEN_AI_OUTPUT_MESSAGES: TEXT_TURN,
+                    },
+                )
+                span.end()
+
+        workers = [threading.Thread(target=work) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    assert peer.total(semconv.AGENT_RUNS) == 1
+    (iterations,) = [value for _, value in peer.memory.points(semconv.REACT_ITERATIONS.name)]
+    assert isinstance(iterations, HistogramDataPoint)
+    assert iterations.sum == threads * calls
+    assert bails(peer) == 0
+
+
+def test_spans_delivered_again_open_no_second_run(peer: Peer) -> None:
+    peer.run(("tool_calls", TOOL_TURN), tenant="globex")
+    for span in peer.memory.spans():  # the same ended spans, handed over once more
+        peer.processor.on_end(span)
+    assert peer.total(semconv.AGENT_RUNS) == 1
+    assert bails(peer) == 1
+    assert peer.processor.open_traces == 0
