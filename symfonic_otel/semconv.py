@@ -403,6 +403,7 @@ OPENINFERENCE_OUTPUT_MESSAGES: Final = "llm.output_messages."  # a prefix: flatt
 OPENINFERENCE_FINISH_REASON: Final = "llm.finish_reason"
 OPENINFERENCE_OUTPUT_VALUE: Final = "output.value"
 OPENINFERENCE_OUTPUT_MIME_TYPE: Final = "output.mime_type"
+OPENINFERENCE_METADATA: Final = "metadata"  # the run's metadata, one JSON object
 TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
 TRACELOOP_KIND_WORKFLOW: Final = "workflow"
 TRACELOOP_KIND_AGENT: Final = "agent"

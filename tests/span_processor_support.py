@@ -204,14 +204,18 @@ def run_pydantic_agent(agent: Any) -> None:
 
 @contextlib.contextmanager
 def rig(
-    name: str, content: bool, monkeypatch: pytest.MonkeyPatch, *, installed: bool = True
+    name: str,
+    content: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    installed: bool = True,
+    **options: Any,
 ) -> Iterator[Rig]:
     """The instrumentation ``name`` with capture ``content``, undone at the end; the processor
-    is on the tracer provider unless not ``installed``."""
+    (built with ``options``) is on the tracer provider unless not ``installed``."""
     memory = InMemoryTelemetry()
-    processor = SilentBailSpanProcessor(
-        meter_provider=memory.meter_provider, tenant_attributes=TENANT_ATTRIBUTES[name]
-    )
+    options.setdefault("tenant_attributes", TENANT_ATTRIBUTES[name])
+    processor = SilentBailSpanProcessor(meter_provider=memory.meter_provider, **options)
     if installed:
         memory.tracer_provider.add_span_processor(processor)
     before = langchain_snapshot()

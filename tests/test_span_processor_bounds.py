@@ -427,3 +427,22 @@ def test_spans_delivered_again_open_no_second_run(peer: Peer) -> None:
     assert peer.total(semconv.AGENT_RUNS) == 1
     assert bails(peer) == 1
     assert peer.processor.open_traces == 0
+
+
+def test_a_metadata_tenant_ranks_after_the_tenant_attributes(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    peer = Peer(telemetry, tenant_metadata_key="tenant_id")
+    metadata = semconv.OPENINFERENCE_METADATA
+    with peer.agent({metadata: json.dumps({"tenant_id": "from-metadata"})}):
+        peer.chat("stop", TEXT_TURN)
+    with peer.agent({metadata: json.dumps({"tenant_id": "from-metadata"})}):
+        peer.chat("stop", TEXT_TURN, **{semconv.TENANT_ID: "from-attribute"})
+    for broken in ("{", json.dumps(["tenant_id"]), json.dumps({"tenant_id": ["x"]})):
+        with peer.agent({metadata: broken}):
+            peer.chat("stop", TEXT_TURN)
+    runs = {
+        attrs[semconv.TENANT_ID]: value
+        for attrs, value in telemetry.points(semconv.AGENT_RUNS.name)
+    }
+    assert runs == {"from-metadata": 1, "from-attribute": 1, "unknown": 3}

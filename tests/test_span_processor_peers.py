@@ -101,3 +101,19 @@ def test_many_runs_interleaved_leave_no_trace_state(monkeypatch: pytest.MonkeyPa
         assert peers.bails("globex") == {"tool_calls_with_no_text": 3}
         assert peers.bails("acme") == {}
         assert peers.processor.open_traces == 0
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["capture-on", "capture-off"])
+def test_openinference_takes_the_tenant_from_the_runs_metadata(
+    content: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenInference records LangChain's run metadata as one JSON attribute, with content
+    capture on or off; ``tenant_metadata_key`` reads the tenant from it."""
+    with rig(
+        "openinference", content, monkeypatch, tenant_attributes=(), tenant_metadata_key="tenant_id"
+    ) as peers:
+        peers.run("cap_answered", "globex")
+        peers.run(ANSWER, "acme")
+        assert peers.bails("globex") == {"tool_calls_with_no_text": 1}
+        assert peers.bails("acme") == {}
+        assert sum(peers.runs("acme").values()) == 1

@@ -30,7 +30,7 @@ from symfonic_otel.emit.tenancy import resolve_tenant, sanitise_tenant
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.options import warn_if_over_limit
 from symfonic_otel.read.sanitise import clean_label
-from symfonic_otel.spans.reading import Kind, SpanReading, read_span
+from symfonic_otel.spans.reading import Kind, SpanReading, metadata_value, read_span
 from symfonic_otel.spans.traces import TraceRun, TraceTable
 from symfonic_otel.spans.verdict import judge
 
@@ -50,6 +50,8 @@ class SilentBailSpanProcessor(SpanProcessor):
     * ``tenant_attributes``: span attributes holding the tenant, in order of preference (the
       first one found on any span of the trace wins); ``tenant_scope`` around the run still
       ranks first, ``tenant_id`` is the default, then ``"unknown"``.
+    * ``tenant_metadata_key``: a key of the run's metadata as OpenInference records it (one
+      JSON attribute ``metadata``), read when no tenant attribute is found, e.g. ``"tenant_id"``.
     * ``agent_name``: the agent label of the recorded series.
     * ``max_tenants``: tenants active at once; past it, ``"__overflow__"``.
     * ``max_traces`` / ``trace_ttl_s``: open traces remembered, and for how long.
@@ -63,6 +65,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         meter_provider: MeterProvider | None = None,
         tenant_attributes: Sequence[str] = semconv.SPAN_TENANT_ATTRIBUTES,
         tenant_id: str | None = None,
+        tenant_metadata_key: str | None = None,
         agent_name: str = "symfonic",
         max_tenants: int = DEFAULT_MAX_TENANTS,
         max_traces: int = DEFAULT_MAX_TRACES,
@@ -79,8 +82,12 @@ class SilentBailSpanProcessor(SpanProcessor):
                 f"{name}(tenant_attributes=...) must hold non-empty str names, "
                 f"got {tenant_attributes!r}"
             )
-        if tenant_id is not None and not isinstance(tenant_id, str):
-            raise TypeError(f"{name}(tenant_id=...) must be a str or None, got {tenant_id!r}")
+        for option, text in (
+            ("tenant_id", tenant_id),
+            ("tenant_metadata_key", tenant_metadata_key),
+        ):
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"{name}({option}=...) must be a str or None, got {text!r}")
         if not isinstance(agent_name, str) or not clean_label(agent_name):
             raise ValueError(f"{name}(agent_name=...) must be a non-empty str, got {agent_name!r}")
         for option, value in (("max_tenants", max_tenants), ("max_traces", max_traces)):
@@ -97,6 +104,7 @@ class SilentBailSpanProcessor(SpanProcessor):
             )
         self._tenant_keys = tuple(dict.fromkeys(tenant_attributes))
         self._tenant_default = tenant_id
+        self._metadata_key = tenant_metadata_key or None
         meter = metrics.get_meter(semconv.SCOPE_NAME, __version__, meter_provider=meter_provider)
         self._metrics = MetricEmitter(meter, clean_label(agent_name))
         self._tenants = BoundedLabels(
@@ -206,6 +214,12 @@ class SilentBailSpanProcessor(SpanProcessor):
                 return rank, value
             if isinstance(value, int | float) and not isinstance(value, bool):
                 return rank, str(value)
+        if self._metadata_key is not None:
+            value = metadata_value(
+                attributes.get(semconv.OPENINFERENCE_METADATA), self._metadata_key
+            )
+            if value is not None:
+                return len(self._tenant_keys), value
         return None
 
     def _guarded_finish(self, runs: list[TraceRun]) -> None:

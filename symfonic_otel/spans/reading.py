@@ -240,6 +240,22 @@ def _flattened(attributes: Mapping[str, Any]) -> tuple[bool, bool, bool]:
     return text, tools, message and not (text or tools)
 
 
+def metadata_value(value: object, key: str) -> str | None:
+    """``key`` of a JSON-object attribute (OpenInference's ``metadata``), as text, or None."""
+    if not isinstance(value, str) or len(value) > MAX_JSON_CHARS or f'"{key}"' not in value:
+        return None
+    try:
+        metadata = json.loads(value)
+    except ValueError:
+        return None
+    found = metadata.get(key) if isinstance(metadata, dict) else None
+    if isinstance(found, str) and found:
+        return found
+    if isinstance(found, int | float) and not isinstance(found, bool):
+        return str(found)
+    return None
+
+
 # --- step caps ---------------------------------------------------------------------------------
 
 
