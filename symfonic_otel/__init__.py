@@ -13,11 +13,13 @@ from symfonic_otel.handler import OTelCallbackHandler
 if TYPE_CHECKING:
     from symfonic_otel.export.setup import configure_telemetry
     from symfonic_otel.langchain import LangChainCallbackHandler
+    from symfonic_otel.spans import SilentBailSpanProcessor
 
 __all__ = [
     "LangChainCallbackHandler",
     "ModelPrice",
     "OTelCallbackHandler",
+    "SilentBailSpanProcessor",
     "__version__",
     "configure_telemetry",
     "tenant_scope",
@@ -35,4 +37,8 @@ def __getattr__(name: str) -> Any:
         from symfonic_otel.export.setup import configure_telemetry
 
         return configure_telemetry
+    if name == "SilentBailSpanProcessor":  # needs the SDK's SpanProcessor: loaded on first use
+        from symfonic_otel.spans import SilentBailSpanProcessor
+
+        return SilentBailSpanProcessor
     raise AttributeError(f"module 'symfonic_otel' has no attribute {name!r}")

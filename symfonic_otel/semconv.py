@@ -399,3 +399,35 @@ GUARDRAIL_NAME: Final = "symfonic.guardrail.name"
 GUARDRAIL_TRIGGERED: Final = "symfonic.guardrail.triggered"
 # ``error.type`` of a run a guardrail's tripwire stopped (the SDK's span error names no class).
 GUARDRAIL_ERROR_TYPE: Final = "guardrail_tripwire"
+
+# --- other instrumentations' span names, read by the span processor (``symfonic_otel.spans``) --
+# The processor reads these on spans it did not make; it never writes them. GenAI semantic
+# conventions first, then OpenInference's and OpenLLMetry (Traceloop)'s own names where they
+# differ.
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"  # util-genai's run of a graph that is no agent
+OP_GENERATE_CONTENT: Final = "generate_content"
+EXCEPTION_EVENT: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_KIND_AGENT: Final = "AGENT"
+OPENINFERENCE_KIND_CHAIN: Final = "CHAIN"
+OPENINFERENCE_KIND_LLM: Final = "LLM"
+OPENINFERENCE_OUTPUT_MESSAGES: Final = "llm.output_messages."  # a prefix: flattened messages
+OPENINFERENCE_FINISH_REASON: Final = "llm.finish_reason"
+OPENINFERENCE_OUTPUT_VALUE: Final = "output.value"
+OPENINFERENCE_OUTPUT_MIME_TYPE: Final = "output.mime_type"
+OPENINFERENCE_METADATA: Final = "metadata"  # the run's metadata, one JSON object
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TRACELOOP_KIND_WORKFLOW: Final = "workflow"
+TRACELOOP_KIND_AGENT: Final = "agent"
+TRACELOOP_ASSOCIATION_PREFIX: Final = "traceloop.association.properties."
+TRACELOOP_COMPLETIONS: Final = "gen_ai.completion."  # a prefix: flattened completions (legacy)
+TRACELOOP_REQUEST_TYPE: Final = "llm.request.type"
+TRACELOOP_FINISH_REASON: Final = "llm.response.finish_reason"
+PYDANTIC_AI_FINAL_RESULT: Final = "final_result"
+# Framework step-cap exceptions (``error.type`` or an exception event's type, last dotted part).
+STEP_CAP_ERRORS: Final = frozenset(
+    {"GraphRecursionError", "MaxTurnsExceeded", "UsageLimitExceeded"}
+)
+# Where the processor looks for a run's tenant by default, first found wins.
+SPAN_TENANT_ATTRIBUTES: Final = (TENANT_ID, f"{TRACELOOP_ASSOCIATION_PREFIX}tenant_id")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import importlib.util
 import json
 import logging
 import random
+import sys
 import threading
 import time
 import warnings
@@ -26,6 +29,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
 from langgraph.types import interrupt
 from opentelemetry.sdk.trace import ReadableSpan
+from wrapt import BoundFunctionWrapper, FunctionWrapper
 
 from symfonic_otel import semconv
 from symfonic_otel.handler import OTelCallbackHandler
@@ -348,3 +352,34 @@ class WireServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(5)
+
+
+# Modules OpenLLMetry wraps when they are installed, imported first so the snapshot holds them.
+OPTIONAL_TARGETS = ("langchain_openai.chat_models.base", "langchain_openai.llms.base")
+
+
+def wrapt_snapshot() -> dict[tuple[Any, str], object]:
+    """Every attribute of LangChain's and LangGraph's modules and of their classes."""
+    for name in OPTIONAL_TARGETS:
+        if importlib.util.find_spec(name.split(".")[0]) is not None:
+            importlib.import_module(name)
+    found: dict[tuple[Any, str], object] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(("langchain", "langgraph")):
+            continue
+        for key, value in list(vars(module).items()):
+            found[(module, key)] = value
+            if isinstance(value, type) and value.__module__ == name:
+                found.update({(value, k): v for k, v in list(vars(value).items())})
+    return found
+
+
+def restore_unwrapped(before: dict[tuple[Any, str], object]) -> None:
+    """Put back what a wrapt wrapper replaced since ``before``. OpenLLMetry 0.62's uninstrument
+    leaves ``BaseCallbackManager.__init__``, ``Pregel.stream`` and its ``langchain_openai``
+    wrappers in place (it hands ``unwrap`` module paths that do not resolve), so later tests
+    would run with its callback handler and header injection."""
+    for (owner, key), value in wrapt_snapshot().items():
+        wrapped = isinstance(value, FunctionWrapper | BoundFunctionWrapper)
+        if wrapped and (owner, key) in before and before[(owner, key)] is not value:
+            setattr(owner, key, before[(owner, key)])

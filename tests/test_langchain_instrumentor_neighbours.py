@@ -8,11 +8,7 @@ whoever's it is; OpenInference puts back the method it saw, which may be ours).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from langchain_core.callbacks import CallbackManager
@@ -21,7 +17,6 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
     BaseInstrumentor,
 )
 from opentelemetry.instrumentation.langchain import LangchainInstrumentor as OpenLLMetry
-from wrapt import BoundFunctionWrapper, FunctionWrapper
 
 from symfonic_otel import LangChainCallbackHandler
 from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
@@ -30,43 +25,14 @@ from tests.langchain_support import (
     assert_one_tree_per_run,
     detach_errors_absent,
     internal_errors,
+    restore_unwrapped,
     scripted_agent,
     tool_turn,
+    wrapt_snapshot,
 )
 
 OPENINFERENCE = "openinference.instrumentation.langchain"
 OPENLLMETRY = "opentelemetry.instrumentation.langchain"
-# Modules OpenLLMetry wraps when they are installed, imported first so the snapshot holds them.
-OPTIONAL_TARGETS = ("langchain_openai.chat_models.base", "langchain_openai.llms.base")
-
-
-def wrapt_snapshot() -> dict[tuple[Any, str], object]:
-    """Every attribute of LangChain's and LangGraph's modules and of their classes."""
-    for name in OPTIONAL_TARGETS:
-        if importlib.util.find_spec(name.split(".")[0]) is not None:
-            importlib.import_module(name)
-    found: dict[tuple[Any, str], object] = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not name.startswith(("langchain", "langgraph")):
-            continue
-        for key, value in list(vars(module).items()):
-            found[(module, key)] = value
-            if isinstance(value, type) and value.__module__ == name:
-                found.update({(value, k): v for k, v in list(vars(value).items())})
-    return found
-
-
-def restore_unwrapped(before: dict[tuple[Any, str], object]) -> None:
-    """Put back what a wrapt wrapper replaced since ``before``. OpenLLMetry 0.62's uninstrument
-    leaves ``BaseCallbackManager.__init__``, ``Pregel.stream`` and its ``langchain_openai``
-    wrappers in place (it hands ``unwrap`` module paths that do not resolve), so later tests
-    would run with its callback handler and header injection."""
-    for (owner, key), value in wrapt_snapshot().items():
-        wrapped = isinstance(value, FunctionWrapper | BoundFunctionWrapper)
-        if wrapped and (owner, key) in before and before[(owner, key)] is not value:
-            setattr(owner, key, before[(owner, key)])
-
-
 ORDERS = {
     "ours-first": ("ours", "openllmetry", "openinference"),
     "ours-between": ("openinference", "ours", "openllmetry"),  # the entry points' order here

@@ -1,0 +1,256 @@
+"""SilentBailSpanProcessor: silent bails per tenant from the GenAI spans of other instrumentations.
+
+Installed on the ``TracerProvider`` that OpenLLMetry, OpenInference, OpenTelemetry's own GenAI
+instrumentations or Pydantic AI export through, it reads each span as it ends and, when a
+trace's local root ends, records the trace's agent run through this package's metric emitter:
+``symfonic.agent.runs``, ``symfonic.react.silent_bails`` and ``symfonic.agent.stop_reasons`` per
+tenant, with the same tenant budget, zero-seeding and label caps as the callback handler. It
+starts no span, changes none, holds a few flags per open trace (bounded by count and age) and
+never raises into the SDK that calls it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from opentelemetry import metrics
+from opentelemetry.context import Context
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import StatusCode
+
+from symfonic_otel import __version__, semconv
+from symfonic_otel.core.handler_core import INTERNAL_ERROR
+from symfonic_otel.emit.labels import BoundedLabels
+from symfonic_otel.emit.metrics import MetricEmitter
+from symfonic_otel.emit.tenancy import resolve_tenant, sanitise_tenant
+from symfonic_otel.logs import FailureLog
+from symfonic_otel.options import warn_if_over_limit
+from symfonic_otel.read.sanitise import clean_label
+from symfonic_otel.spans.reading import Kind, SpanReading, metadata_value, read_span
+from symfonic_otel.spans.traces import TraceRun, TraceTable
+from symfonic_otel.spans.verdict import judge
+
+__all__ = ["SilentBailSpanProcessor"]
+
+DEFAULT_MAX_TENANTS: Final = 10_000
+DEFAULT_MAX_TRACES: Final = 10_000
+DEFAULT_TRACE_TTL_S: Final = 3600.0
+_EVENT_KIND: Final = "span_end"
+
+
+class SilentBailSpanProcessor(SpanProcessor):
+    """Derives runs, silent bails and stop reasons per tenant from GenAI spans others emit.
+
+    ``tracer_provider.add_span_processor(SilentBailSpanProcessor(meter_provider=...))``.
+
+    * ``tenant_attributes``: span attributes holding the tenant, in order of preference (the
+      first one found on any span of the trace wins); ``tenant_scope`` around the run still
+      ranks first, ``tenant_id`` is the default, then ``"unknown"``.
+    * ``tenant_metadata_key``: a key of the run's metadata as OpenInference records it (one
+      JSON attribute ``metadata``), read when no tenant attribute is found, e.g. ``"tenant_id"``.
+    * ``agent_name``: the agent label of the recorded series.
+    * ``max_tenants``: tenants active at once; past it, ``"__overflow__"``.
+    * ``max_traces`` / ``trace_ttl_s``: open traces remembered, and for how long.
+
+    Content is read only to tell a blank answer from a non-blank one; none is recorded.
+    """
+
+    def __init__(
+        self,
+        *,
+        meter_provider: MeterProvider | None = None,
+        tenant_attributes: Sequence[str] = semconv.SPAN_TENANT_ATTRIBUTES,
+        tenant_id: str | None = None,
+        tenant_metadata_key: str | None = None,
+        agent_name: str = "symfonic",
+        max_tenants: int = DEFAULT_MAX_TENANTS,
+        max_traces: int = DEFAULT_MAX_TRACES,
+        trace_ttl_s: float = DEFAULT_TRACE_TTL_S,
+    ) -> None:
+        name = type(self).__name__
+        if isinstance(tenant_attributes, str) or not isinstance(tenant_attributes, Sequence):
+            raise TypeError(
+                f"{name}(tenant_attributes=...) takes a sequence of attribute names, "
+                f"got {tenant_attributes!r}"
+            )
+        if not all(isinstance(key, str) and key for key in tenant_attributes):
+            raise ValueError(
+                f"{name}(tenant_attributes=...) must hold non-empty str names, "
+                f"got {tenant_attributes!r}"
+            )
+        for option, text in (
+            ("tenant_id", tenant_id),
+            ("tenant_metadata_key", tenant_metadata_key),
+        ):
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"{name}({option}=...) must be a str or None, got {text!r}")
+        if not isinstance(agent_name, str) or not clean_label(agent_name):
+            raise ValueError(f"{name}(agent_name=...) must be a non-empty str, got {agent_name!r}")
+        for option, value in (("max_tenants", max_tenants), ("max_traces", max_traces)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}({option}=...) must be an int >= 1, got {value!r}")
+        if (
+            isinstance(trace_ttl_s, bool)
+            or not isinstance(trace_ttl_s, int | float)
+            or not math.isfinite(trace_ttl_s)
+            or trace_ttl_s <= 0
+        ):
+            raise ValueError(
+                f"{name}(trace_ttl_s=...) must be a positive number of seconds, got {trace_ttl_s!r}"
+            )
+        self._tenant_keys = tuple(dict.fromkeys(tenant_attributes))
+        self._tenant_default = tenant_id
+        self._metadata_key = tenant_metadata_key or None
+        meter = metrics.get_meter(semconv.SCOPE_NAME, __version__, meter_provider=meter_provider)
+        self._metrics = MetricEmitter(meter, clean_label(agent_name))
+        self._tenants = BoundedLabels(
+            max_tenants, semconv.OVERFLOW_VALUE, sanitise_tenant, always=(semconv.TENANT_UNKNOWN,)
+        )
+        self._traces = TraceTable(max_traces, float(trace_ttl_s))
+        self._failures = FailureLog()
+        self._fold_lock = threading.Lock()
+        # Traces whose root never ends are judged at every metric collection too.
+        self._metrics.recorder.on_collect(self.expire_traces)
+        warn_if_over_limit(max_tenants)
+
+    # --- the SDK's SpanProcessor interface ----------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            self._on_end(span)
+        except Exception as exc:  # never into the SDK, never into the instrumented app
+            self._failures.report("span_processor", exc)
+            try:
+                self._metrics.dropped(_EVENT_KIND, INTERNAL_ERROR)
+            except Exception as inner:
+                self._failures.report("drop_count", inner)
+
+    def shutdown(self) -> None:
+        """Judge the traces still open (their runs ended, their roots did not)."""
+        self._guarded_finish(self._traces.drain())
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    # --- housekeeping -------------------------------------------------------------------------
+
+    def expire_traces(self) -> int:
+        """Judge the traces past their TTL now (also done at every metric collection)."""
+        expired = self._traces.expired()
+        self._guarded_finish(expired)
+        return len(expired)
+
+    @property
+    def open_traces(self) -> int:
+        return len(self._traces)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _on_end(self, span: ReadableSpan) -> None:
+        context = span.context
+        if context is None:
+            return
+        trace_id = context.trace_id
+        parent = span.parent
+        is_root = parent is None or parent.is_remote
+        scope = span.instrumentation_scope
+        ours = scope is not None and scope.name == semconv.SCOPE_NAME
+        # One copy: the SDK's attribute mapping answers a missing key by raising KeyError
+        # underneath, and most keys looked up here are missing.
+        attributes: Mapping[str, Any] = dict(span.attributes or {})
+        reading = None if ours else read_span(attributes, span.events, _failed(span), is_root)
+        tenant = None if ours else self._tenant_in(attributes)
+        relevant = (
+            ours or tenant is not None or (reading is not None and reading.kind != Kind.OTHER)
+        )
+        run = self._traces.peek(trace_id)
+        if run is None and relevant:
+            run, evicted = self._traces.get_or_open(trace_id)
+            self._guarded_finish(evicted)
+        if run is not None:
+            with self._fold_lock:  # spans of one trace may end in several threads at once
+                self._fold(run, span, (trace_id, context.span_id), ours, reading, tenant)
+        if is_root:
+            closed = self._traces.close(trace_id)
+            if closed is not None:
+                self._finish(closed)
+
+    @staticmethod
+    def _fold(
+        run: TraceRun,
+        span: ReadableSpan,
+        ids: tuple[int, int],
+        ours: bool,
+        reading: SpanReading | None,
+        tenant: tuple[int, str] | None,
+    ) -> None:
+        """Fold one ended span into its trace's evidence."""
+        if ours:
+            run.ours = True
+        elif reading is not None:
+            if reading.kind is Kind.CHAT:
+                run.chat(span.end_time or 0, reading.output, reading.finish_reason)
+            elif reading.kind is Kind.AGENT:
+                start, end = span.start_time or 0, span.end_time or 0
+                run.run_span(start, end, reading.output, reading.failed, reading.step_cap)
+                if run.run_link is None or start <= (run.run_start or start):
+                    run.run_link = ids
+            elif reading.step_cap:  # the app's own root span recorded the framework's error
+                run.step_cap = True
+        if tenant is not None:
+            run.offer_tenant(*tenant)
+
+    def _tenant_in(self, attributes: Mapping[str, Any]) -> tuple[int, str] | None:
+        for rank, key in enumerate(self._tenant_keys):
+            value = attributes.get(key)
+            if isinstance(value, str) and value:
+                return rank, value
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return rank, str(value)
+        if self._metadata_key is not None:
+            value = metadata_value(
+                attributes.get(semconv.OPENINFERENCE_METADATA), self._metadata_key
+            )
+            if value is not None:
+                return len(self._tenant_keys), value
+        return None
+
+    def _guarded_finish(self, runs: list[TraceRun]) -> None:
+        for run in runs:
+            try:
+                self._finish(run)
+            except Exception as exc:
+                self._failures.report("span_processor", exc)
+
+    def _finish(self, run: TraceRun) -> None:
+        if run.ours or not run.agent_seen:
+            return  # our own handler counted it / no agent run in this trace (a lone call)
+        verdict = judge(run)
+        raw = resolve_tenant(run.tenant, default=self._tenant_default)
+        tenant = self._tenants(raw)
+        emitter = self._metrics
+        emitter.seed_tenant(tenant)
+        emitter.run_started()  # run_ended takes the run out of the active-runs gauge again
+        emitter.run_ended(
+            tenant,
+            verdict.outcome,
+            verdict.empty,
+            verdict.duration_s,
+            verdict.iterations,
+            verdict.stop_reason,
+            link=run.run_link,
+        )
+        if verdict.bail is not None:
+            emitter.silent_bail(tenant, verdict.bail)
+
+
+def _failed(span: ReadableSpan) -> bool:
+    status = span.status
+    return status is not None and status.status_code is StatusCode.ERROR
