@@ -12,6 +12,11 @@ from tests.otlp_receiver import HttpOtlpReceiver
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "docs" / "examples" / "otlp_fleet.py"
+PAGE = REPO / "docs" / "otlp-and-fleets.md"
+
+
+def test_the_page_shows_the_example_as_it_runs() -> None:
+    assert f"```python\n{EXAMPLE.read_text()}```" in PAGE.read_text()
 
 
 def test_the_fleet_example_pushes_gzip_delta_metrics() -> None:
