@@ -170,6 +170,7 @@ def test_every_point_of_10000_tenants_arrives(
     received = _received_keys(requests)
     assert len(received) == len(set(received)), "a point arrived twice in one export"
     assert set(received) == expected
+    assert not any(dict(attrs).get("otel.metric.overflow") for _, attrs in received)
     arrived_tenants = {dict(attrs).get(TENANT) for name, attrs in received}
     assert set(tenants) <= arrived_tenants, "a tenant's points are missing"
     assert max(request.ByteSize() for request in requests) <= LIMIT
