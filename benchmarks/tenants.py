@@ -56,6 +56,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from tenant_load import active_share, play_run, play_tenants, tenant_handler, tenant_ids
 
+from symfonic_otel import semconv
 from symfonic_otel.emit.budget import cardinality_view
 from symfonic_otel.export.exporters import DEFAULT_OTLP_METRIC_BATCH
 from symfonic_otel.export.prometheus import LatestCollectionReader, ScrapeCollector
@@ -170,7 +171,7 @@ def measure(tenants: int, runs: int) -> dict[str, Any]:
     out["lines"] = _lines(text)
     out["lines_per_tenant"] = out["lines"] / tenants
     out["text_bytes"], out["om_bytes"] = len(text), len(om)
-    out["overflow_lines"] = text.count(b"__overflow__")
+    out["overflow_lines"] = text.count(semconv.OVERFLOW_VALUE.encode())
     del text, om
 
     out["quiet"] = _percentiles(_turns(subject, names, lambda: True))
@@ -242,6 +243,28 @@ def profile_scrape(tenants: int, runs: int) -> None:
     for label, seconds in parts.items():
         print(f"  {label:<52} {seconds:7.3f} s  {seconds / total:6.1%}")
     print(f"  {'rest (generators, locks)':<52} {total - sum(parts.values()):7.3f} s")
+    for line in scrape_memory(subject, names):
+        print(line)
+
+
+def scrape_memory(subject: Subject, names: list[str]) -> list[str]:
+    """What one scrape allocates: the SDK's collection, then the whole scrape's peak."""
+    import tracemalloc
+
+    play_tenants(subject.handler, active_share(names, 0.1), seed=5)
+    gc.collect()
+    tracemalloc.start()
+    subject.prometheus.collect()  # the SDK's collection, queued for the next scrape
+    collected, _ = tracemalloc.get_traced_memory()
+    tracemalloc.reset_peak()
+    body = subject.scrape_openmetrics()  # serves the collection above (and collects again)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return [
+        f"memory of one OpenMetrics scrape ({len(body) / 1e6:.1f} MB of text):",
+        f"  SDK collection (the points a scrape translates)        {collected / 1e6:7.1f} MB",
+        f"  peak allocated during the scrape (collection, families, text)  {peak / 1e6:7.1f} MB",
+    ]
 
 
 PHASES = {
