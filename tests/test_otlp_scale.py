@@ -237,3 +237,40 @@ def test_the_delta_collector_recipe_accumulates_before_it_exports() -> None:
         config["exporters"]["prometheus"]["metric_expiration"],
     ):
         assert stale.endswith("h") and int(stale[:-1]) > 72
+
+
+def _points_per_request(requests: list[ExportMetricsServiceRequest]) -> list[int]:
+    return [
+        sum(
+            len(getattr(metric, metric.WhichOneof("data")).data_points)
+            for rm in request.resource_metrics
+            for sm in rm.scope_metrics
+            for metric in sm.metrics
+        )
+        for request in requests
+    ]
+
+
+@pytest.mark.parametrize("batch", [1, 37])
+def test_a_batch_size_override_bounds_every_message_exactly(
+    monkeypatch: pytest.MonkeyPatch, limited: OtlpReceiver, batch: int
+) -> None:
+    telemetry, mirror = _configure(monkeypatch, limited, otlp_metric_batch_size=batch)
+    with telemetry:
+        handler = tenant_handler(
+            telemetry.tracer_provider, telemetry.meter_provider, max_tenants=10
+        )
+        play_tenants(handler, tenant_ids(3))
+        assert telemetry.force_flush(timeout_millis=60_000)
+        requests = limited.metric_requests()
+        expected = _keys(mirror.get_metrics_data())
+    sizes = _points_per_request(requests)
+    assert max(sizes) == batch  # full batches carry exactly the limit, none one more
+    assert sum(sizes) == len(expected)
+    assert set(_received_keys(requests)) == expected
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "2000", None])
+def test_a_bad_batch_size_is_refused_naming_the_argument(bad: object) -> None:
+    with pytest.raises(ValueError, match="otlp_metric_batch_size"):
+        configure_telemetry(otlp=False, set_global=False, otlp_metric_batch_size=bad)  # type: ignore[arg-type]
