@@ -6,6 +6,7 @@
     python benchmarks/run.py --langgraph  # only the LangGraph prebuilt agent's turn
     python benchmarks/run.py --profile  # cProfile of the hot paths instead of the benchmark
     python benchmarks/run.py --split    # the ReAct turn: spans and our Python vs metric work
+    python benchmarks/run.py --tenants 10,100,1000,10000  # cost per tenant count (tenants.py)
 
 The reference is the *SDK minimum* (``minimum.py``): a subject that makes exactly our telemetry
 (the same spans with the same attributes, the same histogram records and counter adds with the
@@ -760,6 +761,10 @@ def profile(turns: int) -> None:
     sdk.shutdown()
 
 
+def parse_counts(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
@@ -784,7 +789,17 @@ def main(argv: list[str] | None = None) -> int:
         help="the ReAct turn split into spans (and our Python) and metric work",
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--tenants",
+        metavar="COUNTS",
+        help="only the cost per tenant count (benchmarks/tenants.py), e.g. 10,100,1000,10000",
+    )
     args = parser.parse_args(argv)
+    if args.tenants:
+        import tenants
+
+        tenants.print_table(tenants.run_counts(parse_counts(args.tenants), runs=3))
+        return 0
     random.seed(args.seed)
     PEER_CAPTURE["on"] = args.peer_defaults
     if args.profile:

@@ -284,14 +284,26 @@ def _metadata(context: grpc.ServicerContext) -> dict[str, str]:
     }
 
 
+# What a collector accepts in one message by default: gRPC's receive limit.
+GRPC_DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024
+
+
 class GrpcOtlpReceiver(OtlpReceiver):
-    """OTLP/gRPC: the trace and metrics collector services on ``127.0.0.1:<free port>``."""
+    """OTLP/gRPC: the trace and metrics collector services on ``127.0.0.1:<free port>``.
+
+    Messages larger than ``max_receive_bytes`` (gRPC's default 4 MiB, as in a collector) are
+    refused by gRPC itself with ``RESOURCE_EXHAUSTED``.
+    """
 
     protocol = "grpc"
 
-    def __init__(self) -> None:
+    def __init__(self, max_receive_bytes: int = GRPC_DEFAULT_MAX_RECEIVE) -> None:
         super().__init__()
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self.max_receive_bytes = max_receive_bytes
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=4),
+            options=[("grpc.max_receive_message_length", max_receive_bytes)],
+        )
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
             _TraceService(self._store), self._server
         )
@@ -310,13 +322,20 @@ class GrpcOtlpReceiver(OtlpReceiver):
 
 
 class HttpOtlpReceiver(OtlpReceiver):
-    """OTLP/HTTP: ``POST /v1/traces`` and ``/v1/metrics`` with protobuf bodies (gzip or not)."""
+    """OTLP/HTTP: ``POST /v1/traces`` and ``/v1/metrics`` with protobuf bodies (gzip or not).
+
+    With ``max_request_bytes``, a body larger than that once decompressed is refused with HTTP
+    413 and counted in ``rejected`` (a collector's ``max_request_body_size``).
+    """
 
     protocol = "http/protobuf"
 
-    def __init__(self) -> None:
+    def __init__(self, max_request_bytes: int | None = None) -> None:
         super().__init__()
         store = self._store
+        self.max_request_bytes = max_request_bytes
+        self.rejected = 0
+        receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -329,6 +348,12 @@ class HttpOtlpReceiver(OtlpReceiver):
                     body = gzip.decompress(body)
                 elif encoding == "deflate":
                     body = zlib.decompress(body)
+                limit = receiver.max_request_bytes
+                if limit is not None and len(body) > limit:
+                    with store.lock:
+                        receiver.rejected += 1
+                    self.send_error(413, "request body too large")
+                    return
                 message: Message
                 if self.path == "/v1/traces":
                     message = ExportTraceServiceRequest()

@@ -3,8 +3,9 @@
 The SDK keeps exemplars on histogram points (the default trace-based filter samples values
 recorded with a sampled span as their context; one per bucket), and OpenMetrics can carry them,
 but the OTel Prometheus exporter drops them when it builds its families. ``ExemplarReader`` is
-that exporter's reader, remembering the exemplars of each collection, and ``ExemplarCollector``
-serves the reader's families with the exemplars put back on their bucket samples.
+that exporter's reader, holding the latest collection for the scrape that serves it, and
+``with_exemplars`` puts each point's exemplars back on its bucket samples (the served registry in
+``symfonic_otel.export.prometheus`` calls it at every scrape).
 prometheus_client's HTTP server then sends them to a scraper that asks for OpenMetrics
 (``Accept: application/openmetrics-text``, as Prometheus does with exemplar storage on); the
 classic text format has no exemplars and is unchanged.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -34,8 +36,6 @@ try:  # the exporter's own translation, so the keys agree with its families
     )
 except ImportError:  # pragma: no cover - an exporter without them serves no exemplars
     map_unit = sanitize_attribute = sanitize_full_name = None  # type: ignore[assignment]
-
-SeriesKey = tuple[str, frozenset[tuple[str, str]]]  # family name, labels without "le" / blanks
 
 
 def _label_value(value: object) -> str:
@@ -60,61 +60,78 @@ def _scope_labels(scope: Any) -> dict[str, str]:
     return labels
 
 
-def _key(name: str, labels: Mapping[str, str]) -> SeriesKey:
-    return name, frozenset((k, v) for k, v in labels.items() if k != "le" and v != "")
-
-
 class ExemplarReader(PrometheusMetricReader):
-    """The exporter's reader; also keeps each histogram point's exemplars, by bucket index."""
+    """The exporter's reader; also holds the latest collection until a scrape takes it.
+
+    Nothing is indexed here: the exemplar index is built at scrape time from the collection the
+    scrape serves and dropped with it, so no per-series state outlives a scrape.
+    """
 
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(registry=registry)
-        self._lock = threading.Lock()
-        self._exemplars: dict[SeriesKey, dict[int, Exemplar]] = {}
+        self._latest_lock = threading.Lock()
+        self._latest: MetricsData | None = None
 
     def _receive_metrics(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> None:
-        found: dict[SeriesKey, dict[int, Exemplar]] = {}
-        if metrics_data is not None and sanitize_full_name is not None:
-            try:
-                self._index(metrics_data, found)
-            except Exception:  # exemplars are a bonus: the scrape itself must never fail
-                found = {}
-        with self._lock:
-            self._exemplars = found
+        if metrics_data is not None:
+            with self._latest_lock:
+                self._latest = metrics_data
         super()._receive_metrics(metrics_data, timeout_millis, **kwargs)
 
-    @staticmethod
-    def _index(metrics_data: MetricsData, found: dict[SeriesKey, dict[int, Exemplar]]) -> None:
+    def take_latest(self) -> MetricsData | None:
+        """The latest collection, handed over once (the scrape that serves it)."""
+        with self._latest_lock:
+            latest, self._latest = self._latest, None
+        return latest
+
+
+ExemplarIndex = dict[str, dict[frozenset[tuple[str, str]], dict[int, Exemplar]]]
+
+
+def exemplar_index(metrics_data: MetricsData | None) -> ExemplarIndex:
+    """Family name -> series labels -> exemplar by bucket index, for points that have any."""
+    found: ExemplarIndex = {}
+    if metrics_data is None or sanitize_full_name is None:
+        return found
+    try:
         for resource_metrics in metrics_data.resource_metrics:
             for scope_metrics in resource_metrics.scope_metrics:
                 scope = _scope_labels(scope_metrics.scope)
                 for metric in scope_metrics.metrics:
-                    if not isinstance(metric.data, Histogram):
-                        continue
-                    name = _family_name(metric.name, metric.unit or "")
-                    for point in metric.data.data_points:
-                        buckets = _buckets(point)
-                        if not buckets:
-                            continue
-                        labels = dict(scope)
-                        for key, value in (point.attributes or {}).items():
-                            labels[sanitize_attribute(key)] = _label_value(value)
-                        found[_key(name, labels)] = buckets
+                    if isinstance(metric.data, Histogram):
+                        _index_metric(metric, scope, found)
+    except Exception:  # exemplars are a bonus: the scrape itself must never fail
+        return {}
+    return found
 
-    def exemplars(self, key: SeriesKey) -> dict[int, Exemplar] | None:
-        with self._lock:
-            return self._exemplars.get(key)
+
+def _index_metric(metric: Any, scope: Mapping[str, str], found: ExemplarIndex) -> None:
+    series: dict[frozenset[tuple[str, str]], dict[int, Exemplar]] | None = None
+    for point in metric.data.data_points:
+        buckets = _buckets(point)
+        if not buckets:
+            continue
+        labels = dict(scope)
+        for key, value in (point.attributes or {}).items():
+            labels[sanitize_attribute(key)] = _label_value(value)
+        if series is None:
+            series = found.setdefault(_family_name(metric.name, metric.unit or ""), {})
+        series[_key(labels)] = buckets
+
+
+def _key(labels: Mapping[str, str]) -> frozenset[tuple[str, str]]:
+    return frozenset((k, v) for k, v in labels.items() if k != "le" and v != "")
 
 
 def _buckets(point: Any) -> dict[int, Exemplar]:
     """Exemplars of a point by bucket index (the bucket their value falls in)."""
-    from bisect import bisect_left
-
-    bounds = list(point.explicit_bounds)
+    if not point.exemplars:
+        return {}
+    bounds = point.explicit_bounds
     found: dict[int, Exemplar] = {}
-    for exemplar in point.exemplars or ():
+    for exemplar in point.exemplars:
         if not exemplar.trace_id or not exemplar.span_id:
             continue
         found[bisect_left(bounds, exemplar.value)] = Exemplar(
@@ -125,32 +142,33 @@ def _buckets(point: Any) -> dict[int, Exemplar]:
     return found
 
 
-class ExemplarCollector:
-    """Serves the families of ``inner`` (the reader's registry) with their exemplars."""
+def with_exemplars(families: Iterable[PrometheusMetric], index: ExemplarIndex) -> None:
+    """Put the exemplars of ``index`` on the bucket samples of ``families``, in place.
 
-    def __init__(self, inner: CollectorRegistry, reader: ExemplarReader) -> None:
-        self._inner = inner
-        self._reader = reader
+    A family without exemplars is left as it is (no copy). Within a family the exporter writes
+    each series' buckets in order, ending with ``+Inf``: the series key is computed once per
+    series, not once per bucket line.
+    """
+    for family in families:
+        series = index.get(family.name) if family.type == "histogram" else None
+        if series:
+            family.samples = list(_placed(family.name, family.samples, series))
 
-    def describe(self) -> Iterable[PrometheusMetric]:
-        return ()  # no collection just to learn the names at registration
 
-    def collect(self) -> Iterator[PrometheusMetric]:
-        for family in self._inner.collect():  # collecting runs the reader first
-            if family.type == "histogram":
-                family.samples = list(self._with_exemplars(family.name, family.samples))
-            yield family
-
-    def _with_exemplars(self, name: str, samples: list[Sample]) -> Iterator[Sample]:
-        index: dict[SeriesKey, int] = {}
-        bucket_name = f"{name}_bucket"
-        for sample in samples:
-            if sample.name != bucket_name:
-                yield sample
-                continue
-            key = _key(name, sample.labels)
-            position = index.get(key, 0)
-            index[key] = position + 1
-            exemplars = self._reader.exemplars(key)
-            exemplar = exemplars.get(position) if exemplars else None
-            yield sample if exemplar is None else sample._replace(exemplar=exemplar)
+def _placed(
+    name: str,
+    samples: list[Sample],
+    series: Mapping[frozenset[tuple[str, str]], dict[int, Exemplar]],
+) -> Iterator[Sample]:
+    bucket_name = f"{name}_bucket"
+    position = 0
+    exemplars: dict[int, Exemplar] | None = None
+    for sample in samples:
+        if sample.name != bucket_name:
+            yield sample
+            continue
+        if position == 0:
+            exemplars = series.get(_key(sample.labels))
+        exemplar = exemplars.get(position) if exemplars else None
+        yield sample if exemplar is None else sample._replace(exemplar=exemplar)
+        position = 0 if sample.labels.get("le") == "+Inf" else position + 1

@@ -2,35 +2,36 @@
 
 The official OTLP exporters are built without arguments, so they read ``OTEL_EXPORTER_OTLP_*``
 themselves; the protocol comes from the signal-specific variable, then the general one, then the
-spec default. The Prometheus endpoint gets a registry of its own. The dropped-spans counter is
-observed from the span processors at each collection.
+spec default. The OTLP metric exporter splits each export into bounded messages. The
+dropped-spans counter is observed from the span processors at each collection.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
-import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.environment_variables import OTEL_EXPORTER_OTLP_PROTOCOL
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader
+from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from symfonic_otel import semconv
 from symfonic_otel.export.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
 
-if TYPE_CHECKING:
-    from wsgiref.simple_server import WSGIServer
-
 OtlpProtocol = Literal["grpc", "http/protobuf"]
 PROTOCOLS: Final[tuple[str, ...]] = get_args(OtlpProtocol)
 _DEFAULT_PROTOCOL: Final[OtlpProtocol] = "grpc"  # the OTLP exporter spec's default
 _KNOWN_EXPORTER_NAMES: Final = frozenset({"otlp", "console", "none"})
+# Data points per OTLP metric message. Measured on the handler's series (benchmarks/tenants.py):
+# 230-260 bytes per point on average, 660 bytes for the largest (a histogram with four exemplars);
+# a histogram with an exemplar in each of its 15 buckets and 64-character labels stays under
+# 1.3 KB. 2,000 points make messages of about 0.5 MB, 2.6 MB at that theoretical worst: under
+# the 4 MiB a collector accepts over gRPC by default, with room for larger label values.
+DEFAULT_OTLP_METRIC_BATCH: Final = 2_000
 
 
 def selected_exporters(variable: str, log: Any) -> frozenset[str]:
@@ -81,53 +82,24 @@ def otlp_span_exporter(protocol: OtlpProtocol) -> SpanExporter:
     return HttpOTLPSpanExporter()
 
 
-def otlp_metric_exporter(protocol: OtlpProtocol) -> MetricExporter:
+def otlp_metric_exporter(
+    protocol: OtlpProtocol, batch_size: int = DEFAULT_OTLP_METRIC_BATCH
+) -> MetricExporter:
+    """The official OTLP metric exporter, splitting each export into ``batch_size`` points.
+
+    Without a batch size the SDK sends one message per collection, whatever its size: past a few
+    hundred tenants it exceeds a collector's 4 MiB gRPC receive limit and every point is lost.
+    The SDK's own splitting (``max_export_batch_size``) keeps each message bounded.
+    """
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
 
-        return OTLPMetricExporter()
+        return OTLPMetricExporter(max_export_batch_size=batch_size)
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
         OTLPMetricExporter as HttpOTLPMetricExporter,
     )
 
-    return HttpOTLPMetricExporter()
-
-
-def start_prometheus(host: str, port: int) -> tuple[MetricReader, WSGIServer, threading.Thread]:
-    """A Prometheus reader on its own registry, served by prometheus_client's HTTP server.
-
-    A dedicated ``CollectorRegistry`` keeps two configurations in one process (tests, or an app
-    that reconfigures) from colliding on the global registry, and the scrape shows only this
-    package's SDK metrics. The served registry adds the histograms' exemplars to the reader's
-    families (see ``exemplars``): a scraper asking for OpenMetrics gets them. Older readers
-    without a ``registry`` argument use the default registry, without exemplars.
-    """
-    from opentelemetry.exporter.prometheus import PrometheusMetricReader
-    from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
-
-    from symfonic_otel.emit.exemplars import ExemplarCollector, ExemplarReader
-
-    reader: PrometheusMetricReader
-    if "registry" in inspect.signature(PrometheusMetricReader).parameters:
-        families = CollectorRegistry(auto_describe=True)
-        reader = ExemplarReader(families)
-        registry = CollectorRegistry()
-        registry.register(ExemplarCollector(families, reader))
-    else:  # pragma: no cover - exporter releases before the registry argument
-        registry = REGISTRY
-        reader = PrometheusMetricReader()
-    try:
-        started = start_http_server(port, addr=host, registry=registry)
-    except OSError as exc:
-        reader.shutdown()
-        raise ValueError(
-            f"prometheus_port {port} on prometheus_host {host!r} cannot be bound: {exc}"
-        ) from exc
-    if not isinstance(started, tuple):  # pragma: no cover - prometheus_client < 0.17
-        reader.shutdown()
-        raise RuntimeError("prometheus_client >= 0.17 is required to close the metrics server")
-    server, thread = started
-    return reader, server, thread
+    return HttpOTLPMetricExporter(max_export_batch_size=batch_size)
 
 
 def observe_span_losses(
