@@ -12,6 +12,7 @@ reads them from ``dashboards/`` next to the package. ``export`` copies them, lay
     alertmanager/alertmanager.yml                              route per tenant_id to a receiver
     grafana/provisioning/                                      datasource and dashboards provider
     collector/otel-collector.yaml                              example Collector pipeline
+    collector/otel-collector-delta.yaml                        delta pushes -> cumulative
     README.md                                                  what each file is, where the docs are
 """
 
