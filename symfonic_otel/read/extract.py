@@ -292,11 +292,18 @@ class RunEnd:
     stop_reason: str | None
     duration_ms: float | None  # None: measure it instead
     malformed: bool
+    unreadable: Exception | None = None  # why ``final_response`` could not be read
 
 
 def run_end(event: object, answered: object, bailed: bool, max_ms: float) -> RunEnd:
     outcome = choice(text(event, "outcome", "completed"), OUTCOMES)
-    final_response = opt_text(event, "final_response")
+    # The answer may be a lazy property over a store that is down: the run still ends, its
+    # answer unknown, rather than stay open for want of one field.
+    unreadable: Exception | None = None
+    try:
+        final_response = opt_text(event, "final_response")
+    except Exception as exc:
+        final_response, unreadable = None, exc
     raw_duration = getattr(event, "duration_ms", None)
     duration_ms = valid_duration_ms(raw_duration, max_ms)
     return RunEnd(
@@ -305,7 +312,8 @@ def run_end(event: object, answered: object, bailed: bool, max_ms: float) -> Run
         empty=empty_flag(outcome, final_response, answered, bailed),
         stop_reason=stop_reason(event) or _DERIVED_STOP.get(outcome),
         duration_ms=duration_ms,
-        malformed=raw_duration is not None and duration_ms is None,
+        malformed=unreadable is not None or (raw_duration is not None and duration_ms is None),
+        unreadable=unreadable,
     )
 
 
