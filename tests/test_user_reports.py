@@ -98,6 +98,32 @@ def test_run_whose_answer_raises_on_read_ends_counted_malformed(
     )
 
 
+class _AllButIdRaise:
+    run_id = "broken-run"
+
+    def __getattr__(self, name: str) -> object:
+        raise _StoreDown(name)
+
+
+def test_run_whose_every_other_field_raises_still_ends(
+    telemetry: InMemoryTelemetry, structlog_quiet: list[dict[str, object]]
+) -> None:
+    handler = telemetry.handler()
+    handler.agent_start(AgentStartEvent("q", "broken-run"))
+    handler.agent_end(_AllButIdRaise())
+    assert handler.open_runs == 0
+    span = telemetry.span("invoke_agent symfonic")
+    assert span.end_time is not None and span.attributes is not None
+    assert span.attributes["symfonic.run.outcome"] == "completed"  # none reported: the default
+    assert telemetry.value("symfonic.agent.runs") == 1
+    assert (
+        telemetry.value(
+            "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "malformed"}
+        )
+        == 1
+    )
+
+
 def test_a_later_readable_end_of_the_same_run_is_a_duplicate(
     telemetry: InMemoryTelemetry, structlog_quiet: list[dict[str, object]]
 ) -> None:
