@@ -282,10 +282,10 @@ def test_every_open_tool_span_ends_with_its_run(telemetry: InMemoryTelemetry) ->
 def test_every_run_past_its_ttl_is_closed_at_once(telemetry: InMemoryTelemetry) -> None:
     import time
 
-    handler = telemetry.handler(run_ttl_s=0.05)
+    handler = telemetry.handler(run_ttl_s=0.5)
     for index in range(3):
         handler.agent_start(AgentStartEvent("q", f"r{index}"))
-    time.sleep(0.1)
+    time.sleep(0.6)
     assert handler.expire_runs() == 3
     assert handler.open_runs == 0
     assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 3
@@ -296,10 +296,10 @@ def test_every_run_past_its_ttl_is_abandoned_when_the_next_run_starts(
 ) -> None:
     import time
 
-    handler = telemetry.handler(run_ttl_s=0.05)
+    handler = telemetry.handler(run_ttl_s=0.5)
     for index in range(3):
         handler.agent_start(AgentStartEvent("q", f"old{index}"))
-    time.sleep(0.1)
+    time.sleep(0.6)
     handler.agent_start(AgentStartEvent("q", "new"))  # finds the three stale runs on its way in
     assert handler.open_runs == 1
     assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 3
