@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agent_support import TOOLS, turn
+from agent_support import TOOLS, call, turn
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN
 from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
-from symfonic_otel.agent import ReactAgent
+from symfonic_otel.agent import FrameworkConfig, ReactAgent
+from symfonic_otel.agent.termination import tools_condition
 from symfonic_otel.core.runs import OpenRun, RunRegistry
 from symfonic_otel.core.steps import MAX_STEPS_PER_RUN
 from symfonic_otel.emit.budget import DetailPool
@@ -180,6 +182,27 @@ def test_a_dated_mini_model_is_charged_at_the_mini_price(telemetry: InMemoryTele
     expected = DEFAULT_PRICES["gpt-4o-mini"].cost(1_000_000, 1_000_000)
     assert telemetry.value(semconv.LLM_COST.name) == pytest.approx(expected)
     assert expected != pytest.approx(DEFAULT_PRICES["gpt-4o"].cost(1_000_000, 1_000_000))
+
+
+def _repeat_spread(gap: int) -> list[BaseMessage]:
+    """The same call twice, ``gap`` messages apart (tool results and another call between)."""
+    messages: list[BaseMessage] = [HumanMessage("q"), turn("", call("lookup", {"key": "a"}, "c0"))]
+    messages.append(ToolMessage("a is 1", tool_call_id="c0"))
+    for index in range(1, gap - 1, 2):
+        messages.append(turn("", call("lookup", {"key": f"other{index}"}, f"o{index}")))
+        messages.append(ToolMessage("x", tool_call_id=f"o{index}"))
+    messages.append(turn("", call("lookup", {"key": "a"}, "c1")))
+    return messages
+
+
+@pytest.mark.parametrize(("window", "loop"), [(5, True), (4, False)])
+def test_loop_window_counts_a_repeat_exactly_window_messages_back(window: int, loop: bool) -> None:
+    messages = _repeat_spread(4)
+    first = next(i for i, m in enumerate(messages) if getattr(m, "tool_calls", None))
+    assert len(messages) - first == 5  # the first call is the fifth message from the end
+    config = FrameworkConfig(loop_detection_threshold=2, loop_detection_window=window)
+    route = tools_condition(messages, config, model_calls=3)
+    assert (route.reason == "loop_detected") is loop, route
 
 
 # --- the attribute-set cache: keys that differ in one field ----------------------------------
