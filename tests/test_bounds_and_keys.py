@@ -7,6 +7,7 @@ pin the edges a one-character slip would move.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from symfonic_otel.events import (
     ToolCallStartEvent,
     ToolResultEvent,
 )
+from symfonic_otel.read import content_json
 from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.read.sanitise import MAX_CALL_MS, MAX_ID_BYTES
 from symfonic_otel.testing.scripted import ScriptedChatModel
@@ -203,6 +205,39 @@ def test_loop_window_counts_a_repeat_exactly_window_messages_back(window: int, l
     config = FrameworkConfig(loop_detection_threshold=2, loop_detection_window=window)
     route = tools_condition(messages, config, model_calls=3)
     assert (route.reason == "loop_detected") is loop, route
+
+
+# The captured-content caps (private: they shape the JSON, nothing a caller sets).
+ITEMS = content_json._MAX_ITEMS
+DEPTH = content_json._MAX_DEPTH
+MESSAGES = content_json._MAX_MESSAGES
+
+
+@pytest.mark.parametrize(("count", "truncated"), [(ITEMS, False), (ITEMS + 1, True)])
+def test_captured_arguments_keep_exactly_the_item_cap(count: int, truncated: bool) -> None:
+    mapping, cut_map = content_json.value_json({f"k{i}": i for i in range(count)})
+    listing, cut_list = content_json.value_json(list(range(count)))
+    assert (len(json.loads(mapping)), cut_map) == (min(count, ITEMS), truncated)
+    assert (len(json.loads(listing)), cut_list) == (min(count, ITEMS), truncated)
+
+
+@pytest.mark.parametrize(("levels", "truncated"), [(DEPTH, False), (DEPTH + 1, True)])
+def test_captured_nesting_keeps_exactly_the_depth_cap(levels: int, truncated: bool) -> None:
+    nested: Any = "leaf"
+    for _ in range(levels):
+        nested = [nested]
+    text, cut = content_json.value_json(nested)
+    assert ("leaf" in text, cut) == (not truncated, truncated)
+
+
+@pytest.mark.parametrize(("count", "truncated"), [(MESSAGES, False), (MESSAGES + 1, True)])
+def test_captured_history_keeps_exactly_the_message_cap(count: int, truncated: bool) -> None:
+    history = [("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(count)]
+    _, messages, cut = content_json.input_messages_json(history)
+    assert messages is not None
+    kept = [m["parts"][0]["content"] for m in json.loads(messages)]
+    assert (len(kept), cut) == (min(count, MESSAGES), truncated)
+    assert kept[-1] == f"m{count - 1}"  # the newest are the ones kept
 
 
 # --- the attribute-set cache: keys that differ in one field ----------------------------------
