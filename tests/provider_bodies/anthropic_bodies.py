@@ -1,30 +1,20 @@
-"""Provider response bodies for the adapter tests, written after each provider's API reference.
+"""Anthropic Messages API bodies: the ``Message`` object and its streaming events.
 
-Anthropic: the Messages API ``Message`` object (content blocks ``text``, ``thinking`` with its
-``signature``, ``tool_use``, ``server_tool_use`` and ``web_search_tool_result``; ``usage`` with
-the cache counts, their split by TTL in ``cache_creation`` and ``server_tool_use``) and its
-streaming events (``message_start``, ``content_block_start`` / ``_delta`` / ``_stop``, ``ping``,
-``message_delta`` whose ``usage`` holds only ``output_tokens``, as streams of 2024 models did,
-``message_stop``). OpenAI: the chat-completion object (a ``tool_calls`` turn with ``content``
-null, an answer, a structured-output refusal in ``message.refusal``) and its chunk stream (the
-tool call's arguments in fragments, a ``finish_reason`` chunk, with ``include_usage`` a last
-chunk of ``"choices":[]`` and the usage, then ``data: [DONE]``). The facts the tests rely on
-are the ones real replies carry (stop values, usage shapes, block order); the text is ours.
-
-Every call returns a fresh copy: tests edit bodies to make their case.
+Content blocks ``text``, ``thinking`` (with its ``signature``), ``tool_use``, ``server_tool_use``
+and ``web_search_tool_result``; ``usage`` with the cache counts, their split by TTL in
+``cache_creation`` and ``server_tool_use``. Streams: ``message_start``, ``content_block_start``
+/ ``_delta`` / ``_stop``, ``ping``, then ``message_delta`` whose ``usage`` holds only
+``output_tokens`` (as streams of 2024 models did) and ``message_stop``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
-
-__all__ = ["provider_body", "provider_body_bytes"]
 
 SONNET_4 = "claude-sonnet-4-20250514"
 SONNET_45 = "claude-sonnet-4-5-20250929"
-MINI = "gpt-4o-mini-2024-07-18"
 
 
 def _anthropic_usage(inputs: int, outputs: int, **extra: Any) -> dict[str, Any]:
@@ -290,170 +280,3 @@ def anthropic_stream_thinking_text() -> bytes:
     return _anthropic_stream(
         "msg_01StreamThink1Qw3Er5", "claude-3-7-sonnet-20250219", blocks, "end_turn", 61, 198
     )
-
-
-# --- OpenAI chat completions ---------------------------------------------------------------------
-
-
-def _openai_usage(prompt: int, completion: int) -> dict[str, Any]:
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-        "completion_tokens_details": {
-            "reasoning_tokens": 0,
-            "audio_tokens": 0,
-            "accepted_prediction_tokens": 0,
-            "rejected_prediction_tokens": 0,
-        },
-    }
-
-
-def _completion(
-    completion_id: str,
-    model: str,
-    message: dict[str, Any],
-    finish: str,
-    usage: dict[str, Any],
-    created: int,
-) -> dict[str, Any]:
-    return {
-        "id": completion_id,
-        "object": "chat.completion",
-        "created": created,
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", **message},
-                "logprobs": None,
-                "finish_reason": finish,
-            }
-        ],
-        "usage": usage,
-        "service_tier": "default",
-        "system_fingerprint": "fp_4c2a91d7e0",
-    }
-
-
-def openai_tool_calls() -> dict[str, Any]:
-    call = {
-        "id": "call_Add5And7Qp3Rs6Tu9Vw2Xy",
-        "type": "function",
-        "function": {"name": "add_numbers", "arguments": '{"a":5,"b":7}'},
-    }
-    message = {"content": None, "tool_calls": [call], "refusal": None, "annotations": []}
-    return _completion(
-        "chatcmpl-Tools0Kp2Lm4No6Pq8Rs0Tu2Vw4",
-        MINI,
-        message,
-        "tool_calls",
-        _openai_usage(58, 17),
-        1_764_000_000,
-    )
-
-
-def openai_stop_after_tool() -> dict[str, Any]:
-    message = {"content": "5 + 7 = 12.", "refusal": None, "annotations": []}
-    return _completion(
-        "chatcmpl-Answer1Ab3Cd5Ef7Gh9Ij1Kl3Mn",
-        MINI,
-        message,
-        "stop",
-        _openai_usage(86, 8),
-        1_764_000_001,
-    )
-
-
-def openai_refusal_field() -> dict[str, Any]:
-    message = {"content": None, "refusal": "I'm sorry, but I can't help with that request."}
-    body = _completion(
-        "chatcmpl-Refuse2Bc4De6Fg8Hi0Jk2Lm4No",
-        "gpt-4o-2024-08-06",
-        message,
-        "stop",
-        _openai_usage(61, 11),
-        1_728_000_000,
-    )
-    del body["service_tier"]
-    return body
-
-
-def _openai_stream(
-    completion_id: str,
-    deltas: list[dict[str, Any]],
-    finish: str,
-    prompt: int,
-    completion: int,
-) -> bytes:
-    """Chunks as the API streams them with ``stream_options.include_usage``."""
-    head = {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": 1_764_000_100,
-        "model": MINI,
-        "service_tier": "default",
-        "system_fingerprint": "fp_4c2a91d7e0",
-    }
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-        return {**head, "choices": [choice], "usage": None}
-
-    chunks = [chunk(delta, None) for delta in deltas]
-    chunks.append(chunk({}, finish))
-    chunks.append({**head, "choices": [], "usage": _openai_usage(prompt, completion)})
-    lines = [f"data: {json.dumps(c, separators=(',', ':'))}\n\n" for c in chunks]
-    return ("".join(lines) + "data: [DONE]\n\n").encode()
-
-
-def openai_stream_tool_calls() -> bytes:
-    opened = {
-        "index": 0,
-        "id": "call_Mul6By7Zy8Xw6Vu4Ts2Rq0",
-        "type": "function",
-        "function": {"name": "multiply", "arguments": ""},
-    }
-    deltas: list[dict[str, Any]] = [
-        {"role": "assistant", "content": None, "tool_calls": [opened], "refusal": None}
-    ]
-    for piece in ('{"', "a", '":', "6", ',"', "b", '":', "7", "}"):
-        deltas.append({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
-    return _openai_stream("chatcmpl-StrTools3Ef5Gh7Ij9Kl1", deltas, "tool_calls", 57, 18)
-
-
-def openai_stream_stop_after_tool() -> bytes:
-    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": "", "refusal": None}]
-    deltas += [{"content": piece} for piece in ("6", " times", " 7", " is", " 42", ".")]
-    return _openai_stream("chatcmpl-StrAnswer4Fg6Hi8Jk0Lm", deltas, "stop", 88, 7)
-
-
-_JSON: dict[str, Callable[[], dict[str, Any]]] = {
-    "anthropic_stop_sequence.json": anthropic_stop_sequence,
-    "anthropic_max_tokens_cache_write.json": anthropic_max_tokens_cache_write,
-    "anthropic_thinking_text_tool_use.json": anthropic_thinking_text_tool_use,
-    "anthropic_end_turn_after_tool.json": anthropic_end_turn_after_tool,
-    "anthropic_pause_turn.json": anthropic_pause_turn,
-    "openai_tool_calls.json": openai_tool_calls,
-    "openai_stop_after_tool.json": openai_stop_after_tool,
-    "openai_refusal_field.json": openai_refusal_field,
-}
-_STREAMS: dict[str, Callable[[], bytes]] = {
-    "anthropic_stream_text_two_tool_use.sse": anthropic_stream_text_two_tool_use,
-    "anthropic_stream_thinking_text.sse": anthropic_stream_thinking_text,
-    "openai_stream_tool_calls.sse": openai_stream_tool_calls,
-    "openai_stream_stop_after_tool.sse": openai_stream_stop_after_tool,
-}
-
-
-def provider_body(name: str) -> Any:
-    """A JSON body, built fresh."""
-    return _JSON[name]()
-
-
-def provider_body_bytes(name: str) -> bytes:
-    """A body as the server sends it: a stream's bytes, or a JSON body serialised."""
-    if name in _STREAMS:
-        return _STREAMS[name]()
-    return json.dumps(provider_body(name)).encode()
