@@ -160,8 +160,14 @@ class LLMEndEvent:
 
     @property
     def typed_usage(self) -> TokenUsage:
-        """The raw ``usage`` dict as a ``TokenUsage`` (seed 003)."""
-        return TokenUsage.from_usage(self.usage, pricing_unknown=self.pricing_unknown)
+        """The raw ``usage`` dict as a ``TokenUsage`` whose ``pricing_unknown`` is looked up in
+        the default price table now (a model it does not price is unknown), or the event's own
+        flag when that is set."""
+        # Imported here: the events module stays free of the emitters' imports.
+        from symfonic_otel.emit.pricing import priced
+
+        unknown = self.pricing_unknown or not priced(self.model)
+        return TokenUsage.from_usage(self.usage, pricing_unknown=unknown)
 
 
 @dataclass(frozen=True)

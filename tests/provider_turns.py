@@ -2,8 +2,8 @@
 
 The adapters (langchain-openai, langchain-anthropic, langchain-google-genai, langchain-ollama)
 talk real HTTP to ``wire_server``; what they parse is what the callbacks see. Anthropic and
-OpenAI chat-completion bodies are the shared recordings (edits are named where made). No
-recordings exist for the OpenAI Responses API, Gemini or Ollama: their bodies are written here
+OpenAI chat-completion bodies are those of ``provider_bodies`` (edits are named where made).
+The OpenAI Responses API, Gemini and Ollama bodies are written here
 after each provider's API reference (Responses: the ``Response`` object and its streaming
 events; Gemini: ``GenerateContentResponse`` and ``streamGenerateContent?alt=sse``; Ollama:
 ``/api/chat`` NDJSON), with the fields a real reply carries.
@@ -128,7 +128,7 @@ def user(content: str) -> dict[str, Any]:
     return {"role": "user", "parts": [text(content)]}
 
 
-# --- Anthropic and OpenAI: recorded streams ----------------------------------------------------
+# --- Anthropic and OpenAI: streams of provider_bodies ------------------------------------------
 
 
 def sse_data(recorded: bytes) -> list[dict[str, Any]]:
@@ -143,8 +143,8 @@ def sse_data(recorded: bytes) -> list[dict[str, Any]]:
 
 def anthropic_stream_with_usage(recorded: bytes) -> WireResponse:
     """A recorded stream whose ``message_delta`` carries the cumulative usage Anthropic sends
-    today: ``message_start``'s input and cache counts with the final output count (the 2024
-    recordings have ``output_tokens`` only there, and langchain-anthropic reads usage from
+    today: ``message_start``'s input and cache counts with the final output count (streams of
+    2024 models have ``output_tokens`` only there, and langchain-anthropic reads usage from
     ``message_delta`` alone)."""
     start = next(p for p in sse_data(recorded) if p["type"] == "message_start")
     events = recorded.decode().split("\n\n")
@@ -223,7 +223,7 @@ def openai_stream_message(recorded: bytes) -> tuple[str, list[dict[str, Any]]]:
     return content, [{**call, "args": json.loads(call["args"])} for call in calls]
 
 
-# --- OpenAI chat completions: the recorded SSE without its usage chunk -------------------------
+# --- OpenAI chat completions: the SSE without its usage chunk --------------------------------
 
 
 def openai_stream_without_usage(recorded: bytes) -> WireResponse:

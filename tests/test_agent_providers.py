@@ -1,8 +1,9 @@
 """The reference loop through the real provider adapters, over a loopback HTTP server.
 
 Each test builds the provider's chat model from its own LangChain package, points it at a local
-server that answers with the provider's wire format (the Anthropic bodies are the shared
-recordings; the others are built here after the providers' API references), and runs the loop.
+server that answers with the provider's wire format (the Anthropic bodies come from
+``provider_bodies``; the others are built here after the providers' API references), and runs
+the loop.
 What is asserted is what the loop did with what the adapter parsed: whether the tools ran, the
 normalised stop reason, the events, and what went back over the wire.
 """
@@ -20,8 +21,9 @@ from langchain_core.tools import tool
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
+from provider_bodies import provider_body, provider_body_bytes
 from provider_turns import response, responses_usage
-from wire_server import WireResponse, WireServer, recording, recording_bytes, serve
+from wire_server import WireResponse, WireServer, serve
 
 from symfonic_otel.agent import FrameworkConfig, ReactAgent, StreamFinal
 from symfonic_otel.agent.exits import REFUSED_NOTE, TRUNCATED_NOTE
@@ -365,7 +367,7 @@ async def test_always_salvages_even_for_a_gemini_gateway() -> None:
     )
 
 
-# --- Anthropic: langchain-anthropic with the shared recordings ------------------------------
+# --- Anthropic: langchain-anthropic with the bodies of provider_bodies ----------------------
 
 
 def anthropic_model(server: WireServer, model: str) -> ChatAnthropic:
@@ -374,7 +376,7 @@ def anthropic_model(server: WireServer, model: str) -> ChatAnthropic:
 
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 async def test_anthropic_stop_sequence_passes_through_verbatim() -> None:
-    body = recording("anthropic_stop_sequence.json")
+    body = provider_body("anthropic_stop_sequence.json")
     recorder = Recorder()
     with serve(WireResponse(body)) as server:
         agent = ReactAgent(
@@ -396,8 +398,8 @@ async def test_anthropic_stop_sequence_passes_through_verbatim() -> None:
     assert (end.stop_reason, end.final_response) == ("stop_sequence", text)
 
 
-async def test_anthropic_max_tokens_recording_carries_cache_creation_tokens() -> None:
-    body = recording("anthropic_max_tokens_bedrock.json")
+async def test_anthropic_max_tokens_body_carries_cache_creation_tokens() -> None:
+    body = provider_body("anthropic_max_tokens_cache_write.json")
     recorder = Recorder()
     with serve(WireResponse(body)) as server:
         agent = ReactAgent(anthropic_model(server, body["model"]), [stock], callbacks=[recorder])
@@ -426,8 +428,10 @@ async def test_anthropic_stream_with_two_tool_uses_runs_both_then_answers() -> N
     sse = "text/event-stream"
     recorder = Recorder()
     with serve(
-        WireResponse(recording_bytes("anthropic_stream_text_two_tool_use.sse"), content_type=sse),
-        WireResponse(recording_bytes("anthropic_stream_thinking_text.sse"), content_type=sse),
+        WireResponse(
+            provider_body_bytes("anthropic_stream_text_two_tool_use.sse"), content_type=sse
+        ),
+        WireResponse(provider_body_bytes("anthropic_stream_thinking_text.sse"), content_type=sse),
     ) as server:
         agent = ReactAgent(
             anthropic_model(server, "claude-3-5-sonnet-20240620"),
@@ -443,6 +447,6 @@ async def test_anthropic_stream_with_two_tool_uses_runs_both_then_answers() -> N
     sent = server.requests[1].body["messages"]
     assert [b["type"] for b in sent[-1]["content"]] == ["tool_result", "tool_result"]
     assert response.stop_reason == "end_turn"
-    assert response.final_response.startswith("The letter 'r' appears 3 times")
+    assert response.final_response == "It is sunny in San Francisco, and the local time is noon."
     assert [e.stop_reason for e in recorder.of("llm_end")] == ["tool_use", "end_turn"]
     assert unanswered_calls(response.messages) == []

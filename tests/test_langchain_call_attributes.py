@@ -22,7 +22,7 @@ from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import AGENT_SPAN, USAGE, WireServer, react_agent
-from tests.wire_server import recording
+from tests.provider_bodies import provider_body
 
 COST = semconv.LLM_COST.name
 
@@ -38,7 +38,7 @@ def only(telemetry: InMemoryTelemetry, prefix: str) -> dict[str, Any]:
 
 @pytest.fixture
 def openai_wire() -> Iterator[WireServer]:
-    body = recording("openai_stop_after_tool.json")
+    body = provider_body("openai_stop_after_tool.json")
     body["usage"]["prompt_tokens_details"]["cached_tokens"] = 64
     body["usage"]["completion_tokens_details"]["reasoning_tokens"] = 5
     server = WireServer([body])
@@ -70,9 +70,9 @@ def test_request_parameters_response_id_model_and_token_details(
     assert chat[semconv.GEN_AI_REQUEST_PRESENCE_PENALTY] == 0.3
     assert chat[semconv.GEN_AI_REQUEST_SEED] == 7
     assert chat[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] == ("END",)
-    assert chat[semconv.GEN_AI_RESPONSE_ID] == "chatcmpl-CdxiLxsim8aZQkjlbehEB1uC7PSJi"
+    assert chat[semconv.GEN_AI_RESPONSE_ID] == "chatcmpl-Answer1Ab3Cd5Ef7Gh9Ij1Kl3Mn"
     assert chat[semconv.GEN_AI_RESPONSE_MODEL] == "gpt-4o-mini-2024-07-18"
-    assert chat[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 79
+    assert chat[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 86
     assert chat[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 64
     assert chat[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] == 5
     assert semconv.GEN_AI_REQUEST_STREAM not in chat  # not streamed

@@ -28,6 +28,7 @@ from symfonic_otel.emit.pricing import DEFAULT_PRICES
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.langchain_support import AGENT_SPAN, internal_errors, react_agent
+from tests.provider_bodies import provider_body, provider_body_bytes
 from tests.provider_turns import (
     SSE,
     STOCK_ANSWER,
@@ -58,7 +59,7 @@ from tests.provider_turns import (
     tool_result,
     user,
 )
-from tests.wire_server import WireResponse, recording, recording_bytes, serve
+from tests.wire_server import WireResponse, serve
 
 PATHS = pytest.mark.parametrize("path", ["invoke", "stream"])
 INPUT = semconv.GEN_AI_INPUT_MESSAGES
@@ -92,14 +93,14 @@ def get_user_country() -> str:
 def test_anthropic_thinking_text_and_tool_use_blocks_with_cache_writes(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    first = recording("anthropic_thinking_text_tool_use.json")
+    first = provider_body("anthropic_thinking_text_tool_use.json")
     # Edited: the prompt hit the cache, in today's usage shape (writes also split by TTL).
     first["usage"].update(
         cache_read_input_tokens=600,
         cache_creation_input_tokens=1200,
         cache_creation={"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},
     )
-    second = recording("anthropic_end_turn_after_tool.json")
+    second = provider_body("anthropic_end_turn_after_tool.json")
     question = "What is the largest city in the user country?"
     with serve(WireResponse(first), WireResponse(second)) as server:
         model = ChatAnthropic(  # type: ignore[call-arg]
@@ -133,27 +134,28 @@ def test_anthropic_thinking_text_and_tool_use_blocks_with_cache_writes(
     assert one[semconv.GEN_AI_REQUEST_MAX_TOKENS] == 2048
     assert one[semconv.GEN_AI_PROVIDER_NAME] == "anthropic"
     # Anthropic's input_tokens leaves the cache out; LangChain's (and semconv's) counts it in.
-    assert one[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 398 + 600 + 1200
+    inputs, outputs = first["usage"]["input_tokens"], first["usage"]["output_tokens"]
+    assert one[semconv.GEN_AI_USAGE_INPUT_TOKENS] == inputs + 600 + 1200
     assert one[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 600
     assert one[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] == 1200
     assert one[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == first["usage"]["output_tokens"]
     assert semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS not in two  # none written
     price = DEFAULT_PRICES["claude-sonnet-4"]
     assert one[semconv.LLM_PRICING_UNKNOWN] is False
-    assert one[semconv.LLM_COST_USD] == pytest.approx(price.cost(398, 155, 600, 1200))
+    assert one[semconv.LLM_COST_USD] == pytest.approx(price.cost(inputs, outputs, 600, 1200))
 
 
 def test_anthropic_one_hour_cache_writes_are_priced_at_their_own_rate(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    first = recording("anthropic_thinking_text_tool_use.json")
+    first = provider_body("anthropic_thinking_text_tool_use.json")
     # Edited: 800 of the 1,200 written tokens were written for an hour.
     first["usage"].update(
         cache_read_input_tokens=600,
         cache_creation_input_tokens=1200,
         cache_creation={"ephemeral_5m_input_tokens": 400, "ephemeral_1h_input_tokens": 800},
     )
-    second = recording("anthropic_end_turn_after_tool.json")
+    second = provider_body("anthropic_end_turn_after_tool.json")
     with serve(WireResponse(first), WireResponse(second)) as server:
         model = ChatAnthropic(  # type: ignore[call-arg]
             model=first["model"], base_url=server.url, api_key="k", max_retries=0, max_tokens=2048
@@ -162,16 +164,17 @@ def test_anthropic_one_hour_cache_writes_are_priced_at_their_own_rate(
     one, _ = chats(telemetry)
     assert one[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] == 1200
     price = DEFAULT_PRICES["claude-sonnet-4"]
-    expected = price.cost(398, 155, 600, 1200, 800)
+    inputs, outputs = first["usage"]["input_tokens"], first["usage"]["output_tokens"]
+    expected = price.cost(inputs, outputs, 600, 1200, 800)
     assert one[semconv.LLM_COST_USD] == pytest.approx(expected)
-    assert expected > price.cost(398, 155, 600, 1200)  # the one-hour rate is the higher one
+    assert expected > price.cost(inputs, outputs, 600, 1200)  # the one-hour rate is the higher one
 
 
 def test_anthropic_native_history_keeps_its_tool_use_and_tool_result(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    first = recording("anthropic_thinking_text_tool_use.json")
-    second = recording("anthropic_end_turn_after_tool.json")
+    first = provider_body("anthropic_thinking_text_tool_use.json")
+    second = provider_body("anthropic_end_turn_after_tool.json")
     question = "What is the largest city in the user country?"
     _, said, use = first["content"]
     history = [  # the Anthropic SDK's shape, as callers moving from it keep their history
@@ -219,8 +222,8 @@ def get_time(timezone: str) -> str:
 def test_anthropic_streamed_text_two_tool_uses_then_thinking(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    tools_sse = recording_bytes("anthropic_stream_text_two_tool_use.sse")
-    answer_sse = recording_bytes("anthropic_stream_thinking_text.sse")
+    tools_sse = provider_body_bytes("anthropic_stream_text_two_tool_use.sse")
+    answer_sse = provider_body_bytes("anthropic_stream_thinking_text.sse")
     with serve(
         anthropic_stream_with_usage(tools_sse), anthropic_stream_with_usage(answer_sse)
     ) as server:
@@ -252,7 +255,7 @@ def test_anthropic_streamed_text_two_tool_uses_then_thinking(
     final = [reasoning(thought["thinking"]), text(answer["text"])]
     assert loads(two[OUTPUT]) == [assistant(final, "end_turn")]
     assert messages[-1].content[0]["thinking"] == thought["thinking"]  # type: ignore[index]
-    for chat, usage in ((one, (506, 153)), (two, (52, 216))):
+    for chat, usage in ((one, (488, 141)), (two, (61, 198))):
         assert chat[semconv.GEN_AI_REQUEST_STREAM] is True
         assert chat[semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] >= 0
         inputs, outputs = usage
@@ -273,7 +276,7 @@ def test_anthropic_streamed_text_two_tool_uses_then_thinking(
 def test_anthropic_server_tool_uses_and_results_leave_room_for_the_text(
     telemetry: InMemoryTelemetry, version: str, path: Path
 ) -> None:
-    body = recording("anthropic_pause_turn.json")  # thinking, text, 15 web searches, texts
+    body = provider_body("anthropic_pause_turn.json")  # thinking, text, 8 web searches, texts
     reply = anthropic_stream(body) if path == "stream" else WireResponse(body)
     with serve(reply) as server:
         model = ChatAnthropic(  # type: ignore[call-arg]
@@ -282,7 +285,7 @@ def test_anthropic_server_tool_uses_and_results_leave_room_for_the_text(
         if version == "v1":
             model = model.model_copy(update={"output_version": "v1"})
         web_search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 15}
-        run_turn(telemetry, model, [web_search], "Search 15 topics.", capture=True, path=path)
+        run_turn(telemetry, model, [web_search], "Search 8 topics.", capture=True, path=path)
         assert server.requests[0].body["tools"] == [web_search]
     (chat,) = chats(telemetry)
     assert "encrypted" not in chat[OUTPUT]  # opaque provider state stays out
@@ -329,7 +332,10 @@ def openai(server: Any, **kwargs: Any) -> ChatOpenAI:
 
 
 def test_openai_tool_calls_and_answer(telemetry: InMemoryTelemetry) -> None:
-    first, second = recording("openai_tool_calls.json"), recording("openai_stop_after_tool.json")
+    first, second = (
+        provider_body("openai_tool_calls.json"),
+        provider_body("openai_stop_after_tool.json"),
+    )
     with serve(WireResponse(first), WireResponse(second)) as server:
         model = openai(server, model="gpt-4o-mini", temperature=0.1, seed=7)
         run_turn(telemetry, model, [add_numbers], "What is 5 + 7?", capture=True, path="invoke")
@@ -360,7 +366,10 @@ def test_openai_tool_calls_and_answer(telemetry: InMemoryTelemetry) -> None:
 
 
 def test_openai_next_turn_carries_the_whole_history(telemetry: InMemoryTelemetry) -> None:
-    first, second = recording("openai_tool_calls.json"), recording("openai_stop_after_tool.json")
+    first, second = (
+        provider_body("openai_tool_calls.json"),
+        provider_body("openai_stop_after_tool.json"),
+    )
     replies = [WireResponse(first), WireResponse(second), WireResponse(second)]
     lc = LangChainCallbackHandler(handler=telemetry.handler(capture_content=True))
     config: Any = {"callbacks": [lc], "configurable": {"thread_id": "t-1"}}
@@ -398,7 +407,7 @@ def test_images_by_url_are_uri_parts_inline_data_by_type(telemetry: InMemoryTele
         {"type": "image", "url": photo, "mime_type": "image/png"},  # LangChain's standard block
         {"type": "image_url", "image_url": {"url": inline}},
     ]
-    with serve(WireResponse(recording("openai_stop_after_tool.json"))) as server:
+    with serve(WireResponse(provider_body("openai_stop_after_tool.json"))) as server:
         model = openai(server, model="gpt-4o-mini")
         model.invoke(
             [HumanMessage(question)],
@@ -427,7 +436,7 @@ def test_images_by_url_are_uri_parts_inline_data_by_type(telemetry: InMemoryTele
 
 
 def test_openai_refusal_is_a_refusal_part(telemetry: InMemoryTelemetry) -> None:
-    body = recording("openai_refusal_field.json")  # content null, the text in message.refusal
+    body = provider_body("openai_refusal_field.json")  # content null, the text in message.refusal
     with serve(WireResponse(body)) as server:
         model = openai(server, model="gpt-4o")
         run_turn(telemetry, model, [], "Explain how to pick a lock.", capture=True, path="invoke")
@@ -437,8 +446,8 @@ def test_openai_refusal_is_a_refusal_part(telemetry: InMemoryTelemetry) -> None:
 
 
 def test_openai_streamed_tool_call_arguments_and_usage(telemetry: InMemoryTelemetry) -> None:
-    tools_sse = recording_bytes("openai_stream_tool_calls.sse")
-    answer_sse = recording_bytes("openai_stream_stop_after_tool.sse")
+    tools_sse = provider_body_bytes("openai_stream_tool_calls.sse")
+    answer_sse = provider_body_bytes("openai_stream_stop_after_tool.sse")
     with serve(
         WireResponse(tools_sse, content_type=SSE), WireResponse(answer_sse, content_type=SSE)
     ) as server:
@@ -453,12 +462,12 @@ def test_openai_streamed_tool_call_arguments_and_usage(telemetry: InMemoryTeleme
     assert loads(two[INPUT])[1:] == [assistant(turn), tool_result(call["id"], "42")]
     assert loads(two[OUTPUT]) == [assistant([text(answer)], "stop")]
     assert (one[semconv.GEN_AI_USAGE_INPUT_TOKENS], one[semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
-        59,
-        17,
+        57,
+        18,
     )
     assert (two[semconv.GEN_AI_USAGE_INPUT_TOKENS], two[semconv.GEN_AI_USAGE_OUTPUT_TOKENS]) == (
-        84,
-        9,
+        88,
+        7,
     )
     for chat in (one, two):
         assert chat[semconv.GEN_AI_REQUEST_STREAM] is True
@@ -470,8 +479,10 @@ def test_openai_streamed_tool_call_arguments_and_usage(telemetry: InMemoryTeleme
 
 
 def test_openai_streamed_without_usage_has_unknown_cost(telemetry: InMemoryTelemetry) -> None:
-    tools_sse = openai_stream_without_usage(recording_bytes("openai_stream_tool_calls.sse"))
-    answer_sse = openai_stream_without_usage(recording_bytes("openai_stream_stop_after_tool.sse"))
+    tools_sse = openai_stream_without_usage(provider_body_bytes("openai_stream_tool_calls.sse"))
+    answer_sse = openai_stream_without_usage(
+        provider_body_bytes("openai_stream_stop_after_tool.sse")
+    )
     with serve(tools_sse, answer_sse) as server:
         model = openai(server, model="gpt-4o-mini", stream_usage=False)
         run_turn(telemetry, model, [multiply], "What is 6 times 7?", capture=False, path="stream")
@@ -752,8 +763,8 @@ def private_turn(telemetry: InMemoryTelemetry, provider: str, capture: bool) -> 
     the content it carried, to look for."""
     question, tools, extra = STOCK_QUESTION, [stock], (STOCK_RESULT, STOCK_ANSWER, "How many")
     if provider == "anthropic":
-        first = recording("anthropic_thinking_text_tool_use.json")
-        second = recording("anthropic_end_turn_after_tool.json")
+        first = provider_body("anthropic_thinking_text_tool_use.json")
+        second = provider_body("anthropic_end_turn_after_tool.json")
         replies = [WireResponse(first), WireResponse(second)]
         question, tools = "What is the largest city in the user country?", [get_user_country]
         extra = (first["content"][0]["thinking"][:40], first["content"][1]["text"], "Mexico")
@@ -764,10 +775,11 @@ def private_turn(telemetry: InMemoryTelemetry, provider: str, capture: bool) -> 
 
     elif provider == "openai":
         replies = [
-            WireResponse(recording(f"openai_{n}.json")) for n in ("tool_calls", "stop_after_tool")
+            WireResponse(provider_body(f"openai_{n}.json"))
+            for n in ("tool_calls", "stop_after_tool")
         ]
         question, tools = "What is 5 + 7?", [add_numbers]
-        extra = ("The sum of 5 and 7 is 12.", "Add two integers")
+        extra = ("5 + 7 = 12.", "Add two integers")
 
         def make(url: str) -> Any:
             return ChatOpenAI(

@@ -79,6 +79,7 @@ def test_structlog_with_dict_tracebacks_gets_the_fields_and_no_content() -> None
         ("on_llm_end", "ValueError"),
     ]
     assert all(c["handler"] == "RaisingCallback" and " in on_" in c["error_at"] for c in callbacks)
+    assert [c["run_id"] for c in callbacks] == ["bail-run", "bail-run"]  # joins the trace
     [failure] = [line for line in lines if line["event"] == "symfonic_otel.internal_failure"]
     assert (failure["kind"], failure["error_type"], failure["run_id"]) == (
         "agent_end",
@@ -116,6 +117,9 @@ def test_stdlib_logging_at_debug_gets_structured_records_and_no_content() -> Non
     [failure] = [r for r in ours if r["message"].startswith("symfonic_otel.internal_failure")]
     assert failure["attributes"]["error_type"] == "ValueError"
     assert failure["attributes"]["run_id"] == "malformed-run"
+    callbacks = [r for r in ours if r["message"].startswith(CALLBACK_EVENT)]
+    assert [r["attributes"]["callback"] for r in callbacks] == ["on_agent_start", "on_llm_end"]
+    assert [r["attributes"]["run_id"] for r in callbacks] == ["bail-run", "bail-run"]
     # The same lines reached the application's handler on stderr.
     assert err.count("WARNING symfonic_otel") == 4 and err.count("INFO symfonic_otel") == 1
 

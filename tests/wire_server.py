@@ -14,10 +14,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-__all__ = ["WireResponse", "WireServer", "recording", "recording_bytes", "serve"]
+__all__ = ["WireResponse", "WireServer", "serve"]
 
 
 @dataclass(frozen=True)
@@ -109,18 +108,3 @@ def serve(*responses: WireResponse) -> Iterator[WireServer]:
         yield server
     finally:
         server.close()
-
-
-def recording_bytes(name: str) -> bytes:
-    """A provider recording of the shared reference data (found beside the repository)."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "shared" / "provider-recordings" / name
-        if candidate.is_file():
-            return candidate.read_bytes()
-    raise FileNotFoundError(f"provider recording {name!r} not found beside the repository")
-
-
-def recording(name: str) -> Any:
-    """A JSON recording, parsed."""
-    return json.loads(recording_bytes(name))

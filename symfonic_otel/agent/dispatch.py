@@ -6,8 +6,8 @@ the wire-accurate request, graph nodes, tool calls, streamed text); each may be 
 methods a handler has is looked up once, when the dispatcher is built, so an event no handler wants
 costs a truthiness test. A handler that raises is logged (once per handler and event kind) and
 skipped: observability must never break the run it observes. The log line names the handler, the
-event kind, the exception type and where it was raised: no traceback, whose frames would hold the
-event (prompts, answers), and not the exception's message, which often quotes it.
+event kind, the run, the exception type and where it was raised: no traceback, whose frames would
+hold the event (prompts, answers), and not the exception's message, which often quotes it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from symfonic_otel.logs import get_logger
+from symfonic_otel.logs import get_logger, run_id_of
 
 __all__ = ["HANDLER_METHODS", "CallbackDispatcher"]
 
@@ -91,9 +91,9 @@ class CallbackDispatcher:
                 if inspect.isawaitable(result):
                     await result
             except Exception as exc:  # a handler bug must not end the agent's run
-                self._report(handler, kind, exc)
+                self._report(handler, kind, exc, event)
 
-    def _report(self, handler: object, kind: str, exc: Exception) -> None:
+    def _report(self, handler: object, kind: str, exc: Exception, event: object) -> None:
         key = (id(handler), kind)
         if key in self._failed:
             return
@@ -103,5 +103,6 @@ class CallbackDispatcher:
             handler=type(handler).__name__,
             callback=kind,
             error_type=type(exc).__name__,
+            run_id=run_id_of(event),  # joins the line with the run's trace
             exc_info=exc,  # the package logger keeps only its type and place, never frames
         )

@@ -124,6 +124,8 @@ class RunFlow:
             paused is not None,
             span_link(run.span.get_span_context()),
         )
+        if end.unreadable is not None:
+            core.failures.report("agent_end", end.unreadable, run_id=run_id)
         if end.malformed:
             core.drop("agent_end", MALFORMED)
 

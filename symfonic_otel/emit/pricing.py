@@ -148,3 +148,14 @@ class PriceTable:
                 self._memo.clear()
             self._memo[model] = found
         return found
+
+
+def priced(model: object) -> bool:
+    """Whether the default prices, as they stand now (no handler's overrides), price ``model``.
+
+    A table is built per call so an edit of ``DEFAULT_PRICES`` counts at once; this serves
+    ``LLMEndEvent.typed_usage``, which is read on demand, not per event by the handler.
+    """
+    if not isinstance(model, str) or not model:
+        return False
+    return PriceTable().lookup(model) is not None

@@ -19,7 +19,9 @@ and guards shared state with a lock that is never held while calling into the OT
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID
 
@@ -49,6 +51,14 @@ else:
         from langgraph.callbacks import GraphCallbackHandler as _HandlerBase
     except Exception:
         _HandlerBase = BaseCallbackHandler
+
+
+@cache
+def _handler_options() -> frozenset[str]:
+    """The keyword options ``OTelCallbackHandler`` takes, read from its signature so a new one
+    passes through with no change here."""
+    parameters = inspect.signature(OTelCallbackHandler.__init__).parameters
+    return frozenset(name for name in parameters if name != "self")
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -86,6 +96,12 @@ class LangChainCallbackHandler(_HandlerBase):
         super().__init__()
         if not isinstance(node_spans, bool):
             raise TypeError(f"node_spans must be True or False, got {node_spans!r}")
+        unknown = sorted(set(handler_kwargs) - _handler_options())
+        if unknown:  # say so here: the user called this class, not the core handler
+            raise TypeError(
+                f"LangChainCallbackHandler() got an unexpected keyword argument {unknown[0]!r}"
+                f" (its options: handler, node_spans and those of OTelCallbackHandler)"
+            )
         if handler is None:
             handler = OTelCallbackHandler(
                 tracer_provider=tracer_provider, meter_provider=meter_provider, **handler_kwargs

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import SimpleNamespace
 from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
@@ -292,20 +293,35 @@ class RunEnd:
     stop_reason: str | None
     duration_ms: float | None  # None: measure it instead
     malformed: bool
+    unreadable: Exception | None = None  # the first field that raised on read
+
+
+_RUN_END_FIELDS: Final = ("outcome", "final_response", "duration_ms", "stop_reason")
 
 
 def run_end(event: object, answered: object, bailed: bool, max_ms: float) -> RunEnd:
-    outcome = choice(text(event, "outcome", "completed"), OUTCOMES)
-    final_response = opt_text(event, "final_response")
-    raw_duration = getattr(event, "duration_ms", None)
-    duration_ms = valid_duration_ms(raw_duration, max_ms)
+    """Each field is read once, on its own: one that raises on read (a lazy property over a
+    store that is down, say) is taken as absent, and the run still ends, counted malformed."""
+    failures: list[Exception] = []
+    values: dict[str, Any] = {}
+    for name in _RUN_END_FIELDS:
+        try:
+            values[name] = getattr(event, name, None)
+        except Exception as exc:
+            failures.append(exc)
+            values[name] = None
+    fields = SimpleNamespace(**values)
+    outcome = choice(text(fields, "outcome", "completed"), OUTCOMES)
+    final_response = opt_text(fields, "final_response")  # unreadable: the answer is unknown
+    duration_ms = valid_duration_ms(fields.duration_ms, max_ms)
     return RunEnd(
         outcome=outcome,
         final_response=final_response,
         empty=empty_flag(outcome, final_response, answered, bailed),
-        stop_reason=stop_reason(event) or _DERIVED_STOP.get(outcome),
+        stop_reason=stop_reason(fields) or _DERIVED_STOP.get(outcome),
         duration_ms=duration_ms,
-        malformed=raw_duration is not None and duration_ms is None,
+        malformed=bool(failures) or (fields.duration_ms is not None and duration_ms is None),
+        unreadable=failures[0] if failures else None,
     )
 
 
