@@ -288,3 +288,20 @@ def test_churn_memory_stays_flat() -> None:
     # Allocated since the slots filled and still held: bounded by one turnover of the slots
     # (caches refill), not growing with the tenants that left.
     assert max(samples) - min(samples) < 2_000_000, samples
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("tenant_idle_s", 0, ValueError),
+        ("tenant_idle_s", float("inf"), ValueError),
+        ("tenant_idle_s", True, ValueError),
+        ("tenant_histograms", "yes", TypeError),
+        ("clock", 5, TypeError),
+    ],
+)
+def test_bad_tenancy_options_fail_at_construction(
+    option: str, value: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=option):
+        OTelCallbackHandler(**{option: value})  # type: ignore[arg-type]
