@@ -69,3 +69,33 @@ def test_detailed_sets_past_the_cap_fold_into_the_tenants_coarse_set() -> None:
     assert store.series_count(name) == 4  # another tenant has a cap of its own
     store.drop("t")
     assert store.series_count(name) == 1 and not store.knows("t")
+
+
+def test_counts_of_a_handler_that_was_garbage_collected_are_still_exported() -> None:
+    import gc
+
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader], views=[cardinality_view()])
+    now = [0.0]
+    handler = OTelCallbackHandler(meter_provider=provider, tenant_idle_s=60.0, clock=lambda: now[0])
+    with tenant_scope("acme"):
+        handler.agent_start(AgentStartEvent("q", "r"))
+        handler.agent_end(AgentEndEvent("r", "x", 1.0, 1))
+    del handler
+    gc.collect()
+
+    def runs() -> float:
+        data = reader.get_metrics_data()
+        return sum(
+            p.value
+            for rm in (data.resource_metrics if data else ())
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            if m.name == semconv.AGENT_RUNS.name
+            for p in m.data.data_points
+        )
+
+    assert runs() == 1  # recorded before the handler went away: still exported
+    now[0] += 61.0
+    assert runs() == 0  # one idle time later, gone like an idle tenant
+    provider.shutdown()

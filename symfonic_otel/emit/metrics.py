@@ -17,6 +17,7 @@ without bails reads 0 rather than nothing.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -100,6 +101,8 @@ class MetricEmitter:
         self.tenants = tenants if tenants is not None else ActiveTenants()
         self.counters = TenantCounters(self.tenants, TENANT_DETAIL_SETS)
         tenant_counters.register(self.counters, meter, meter_provider)
+        # Once this emitter (its handler) is gone, its totals are reported for one idle time.
+        weakref.finalize(self, self.counters.orphan)
         self._count = self.counters.add  # per-tenant counters: totals reported by callbacks
         self.tenant_histograms = tenant_histograms
         self._attrs = metric_attrs.AgentAttrs(agent_name)

@@ -67,10 +67,20 @@ class _Tenant:
 class TenantCounters:
     """One handler's per-tenant counter totals, dropped tenant by tenant."""
 
-    __slots__ = ("__weakref__", "_detail_cap", "_lock", "_series", "_tenants", "tenants")
+    __slots__ = (
+        "__weakref__",
+        "_detail_cap",
+        "_lock",
+        "_series",
+        "_tenants",
+        "orphaned_at",
+        "tenants",
+    )
 
     def __init__(self, tenants: ActiveTenants, detail_cap: int) -> None:
         self.tenants = tenants
+        # When the handler owning these totals was garbage-collected (clock seconds), if it was.
+        self.orphaned_at: float | None = None
         self._detail_cap = detail_cap
         self._series: dict[str, dict[SeriesKey, _Series]] = {n: {} for n in TENANT_COUNTER_NAMES}
         self._tenants: dict[str, _Tenant] = {}
@@ -136,12 +146,25 @@ class TenantCounters:
     def tenant_count(self) -> int:
         return len(self._tenants)
 
+    def orphan(self) -> None:
+        """Its handler is gone: keep reporting what it counted, for one idle time more."""
+        self.orphaned_at = self.tenants.clock()
+
+    def expired(self) -> bool:
+        """An orphan whose idle time has passed: nothing of it needs reporting any more."""
+        orphaned_at = self.orphaned_at
+        return orphaned_at is not None and self.tenants.clock() - orphaned_at > self.tenants.idle_s
+
 
 class _Hub:
-    """The observable counters of one MeterProvider, reporting every live handler's totals."""
+    """The observable counters of one MeterProvider, reporting every handler's totals.
+
+    Stores are held strongly: counts a handler recorded are still exported after the handler
+    itself is garbage-collected, like its idle tenants, for one idle time.
+    """
 
     def __init__(self, meter: Meter) -> None:
-        self.stores: weakref.WeakSet[TenantCounters] = weakref.WeakSet()
+        self.stores: list[TenantCounters] = []
         self._lock = threading.Lock()
         for spec in TENANT_COUNTERS:
             meter.create_observable_counter(
@@ -153,11 +176,13 @@ class _Hub:
 
     def add_store(self, store: TenantCounters) -> None:
         with self._lock:
-            self.stores.add(store)
+            self.stores.append(store)
 
     def _callback(self, name: str) -> Any:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
             with self._lock:
+                if any(store.expired() for store in self.stores):
+                    self.stores = [store for store in self.stores if not store.expired()]
                 stores = list(self.stores)
             for store in stores:
                 store.tenants.expire()  # idle tenants leave before this collection reads them

@@ -66,6 +66,9 @@ class ActiveTenants:
     def idle_s(self) -> float:
         return self._idle_s
 
+    def clock(self) -> float:
+        return self._clock()
+
     def on_evict(self, listener: Listener) -> None:
         """Call ``listener(tenant)`` whenever a tenant gives its slot back."""
         self._listeners.append(listener)
