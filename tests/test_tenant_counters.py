@@ -99,3 +99,24 @@ def test_counts_of_a_handler_that_was_garbage_collected_are_still_exported() -> 
     now[0] += 61.0
     assert runs() == 0  # one idle time later, gone like an idle tenant
     provider.shutdown()
+
+
+def test_tenant_histograms_pass_through_the_langchain_handler_and_the_instrumentor() -> None:
+    from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
+    from symfonic_otel.langchain import LangChainCallbackHandler
+
+    provider = MeterProvider(views=[cardinality_view()])
+    lc = LangChainCallbackHandler(meter_provider=provider, tenant_histograms=True, max_tenants=7)
+    assert lc._core._core.metrics.tenant_histograms is True
+    assert lc._core._core.tenants.max_tenants == 7
+    instrumentor = SymfonicLangChainInstrumentor()
+    instrumentor.instrument(meter_provider=provider, tenant_histograms=True, tenant_idle_s=90.0)
+    try:
+        handler = instrumentor.callback_handler
+        assert handler is not None
+        core = handler._core._core
+        assert core.metrics.tenant_histograms is True
+        assert core.tenants.idle_s == 90.0
+    finally:
+        instrumentor.uninstrument()
+    provider.shutdown()
