@@ -71,6 +71,8 @@ _HANDLER_OPTIONS: Final = frozenset(
         "max_open_runs",
         "pricing",
         "tenant_from_baggage",
+        "tenant_idle_s",
+        "tenant_histograms",
     }
 )
 

@@ -172,6 +172,12 @@ LLM_COST: Final = InstrumentSpec(
     "{USD}",
     "Model cost from the price table; unknown models add nothing.",
 )
+LLM_TOKENS: Final = InstrumentSpec(
+    "symfonic.llm.tokens",
+    "counter",
+    "{token}",
+    "Model tokens per tenant, by model and token type (a tenant's spend in one series).",
+)
 FABRICATION_DETECTIONS: Final = InstrumentSpec(
     "symfonic.fabrication.detections",
     "counter",
@@ -251,6 +257,7 @@ ALL_INSTRUMENTS: tuple[InstrumentSpec, ...] = (
     CLIENT_OPERATION_DURATION,
     CLIENT_TOKEN_USAGE,
     LLM_COST,
+    LLM_TOKENS,
     FABRICATION_DETECTIONS,
     FABRICATION_CONFIDENCE,
     ORPHANED_RUNS,
