@@ -254,7 +254,8 @@ def _sample_candidates(
     best: dict[str, str] = {}
     bail: dict[str, str] = {}
     first: dict[str, str] = {}
-    for run in itertools.islice(plan_runs(seed, names, noisy), runs or SAMPLE_SCAN_RUNS):
+    scan = SAMPLE_SCAN_RUNS if runs is None else min(runs, SAMPLE_SCAN_RUNS)
+    for run in itertools.islice(plan_runs(seed, names, noisy), scan):
         plan = run.plan
         if run.plan.cancel_after_s is not None:
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -92,16 +93,21 @@ class Traffic:
         self.cancelled = 0
 
     async def run_count(self, runs: Iterator[PlannedRun], count: int) -> None:
-        """Run ``count`` runs, ``concurrency`` at a time."""
-        gate = asyncio.Semaphore(self.concurrency)
+        """Run ``count`` runs, ``concurrency`` at a time, each planned when a worker is free.
 
-        async def gated(run: PlannedRun) -> None:
-            async with gate:
+        A fixed pool of workers pulls from one iterator, so neither memory nor the time a
+        Ctrl-C takes to cancel grows with ``count``: at most ``concurrency`` runs exist at once.
+        """
+        planned = itertools.islice(runs, count)
+
+        async def worker() -> None:
+            # ``next`` is synchronous, so workers on one event loop never race for a run.
+            for run in planned:
                 await self.one(run)
 
         async with asyncio.TaskGroup() as group:
-            for _, run in zip(range(count), runs, strict=False):
-                group.create_task(gated(run))
+            for _ in range(min(self.concurrency, count)):
+                group.create_task(worker())
 
     async def run_for(self, runs: Iterator[PlannedRun], seconds: float, rate: float) -> None:
         """Start runs at a steady ``rate`` per second for ``seconds``."""
