@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
+from symfonic_otel._version import __version__
 from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.emit.tenancy import tenant_scope
 from symfonic_otel.handler import OTelCallbackHandler
