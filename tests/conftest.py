@@ -112,7 +112,9 @@ def _referenced(obj: object) -> Iterator[object]:
                 yield found
 
 
-def _is_live(obj: object, seen: set[int]) -> bool:
+def is_live(obj: object, seen: set[int] | None = None) -> bool:
+    """Whether ``obj`` (a test, a fixture's function) or what it calls in tests/ starts one."""
+    seen = set() if seen is None else seen
     stack = [obj]
     while stack:
         current = stack.pop()
@@ -145,13 +147,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             for name in fixtures.names_closure:
                 for definition in fixtures.name2fixturedefs.get(name, ()):
                     roots.append(definition.func)
-        live = module in _LIVE_MODULES or f"{module}::{item.originalname}" in _LIVE_TESTS
+        name = getattr(item, "originalname", item.name)
+        live = module in _LIVE_MODULES or f"{module}::{name}" in _LIVE_TESTS
         for root in roots:
-            if live or root is None:
+            if live:
                 break
+            if root is None:
+                continue
             key = getattr(root, "__code__", root)
             if key not in verdicts:
-                verdicts[key] = _is_live(root, set())
+                verdicts[key] = is_live(root)
             live = verdicts[key]
         if live:
             item.add_marker(pytest.mark.live)
