@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from symfonic_otel import __version__
+from symfonic_otel._version import __version__
 
 EXIT_USAGE = 2
 DEFAULT_RUNS = 240
