@@ -21,7 +21,8 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import __version__, semconv
+from symfonic_otel import semconv
+from symfonic_otel._version import __version__
 from symfonic_otel.core.call_flow import CallFlow, Hints
 from symfonic_otel.core.call_inputs import InputFlow
 from symfonic_otel.core.handler_core import INTERNAL_ERROR, HandlerCore, key

@@ -89,6 +89,8 @@ OVERFLOW_VALUE: Final = "__overflow__"
 OTHER_VALUE: Final = "_OTHER"
 BAGGAGE_TENANT_KEY: Final = TENANT_ID
 CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+# The agent name of the no-code instrumentor's handler (``instrument(agent_name=...)`` wins).
+AGENT_NAME_ENV: Final = "OTEL_INSTRUMENTATION_SYMFONIC_AGENT_NAME"
 
 # --- metrics -----------------------------------------------------------------------------------
 
