@@ -22,9 +22,9 @@ from prometheus_client import CollectorRegistry
 
 from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.agent import ReactAgent, StreamFinal
-from symfonic_otel.emit.exemplars import ExemplarCollector, ExemplarReader
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent
 from symfonic_otel.export import lifecycle
+from symfonic_otel.export.prometheus import LatestCollectionReader, ScrapeCollector
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.read.sanitise import MAX_TIME_NS
 from symfonic_otel.testing.scripted import ScriptedChatModel
@@ -147,9 +147,9 @@ def _exemplar_buckets(registry: CollectorRegistry, family: str) -> dict[str, flo
 @pytest.mark.parametrize("seconds", [2.56, 2.5600001, 0.01])
 def test_exemplar_on_a_bucket_boundary_sits_on_that_bucket(seconds: float) -> None:
     families = CollectorRegistry(auto_describe=True)
-    reader = ExemplarReader(families)
+    reader = LatestCollectionReader(families)
     served = CollectorRegistry()
-    served.register(ExemplarCollector(families, reader))
+    served.register(ScrapeCollector(families, reader))
     meter_provider = MeterProvider(metric_readers=[reader])
     tracer_provider = TracerProvider()
     handler = OTelCallbackHandler(tracer_provider=tracer_provider, meter_provider=meter_provider)

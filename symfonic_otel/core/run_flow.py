@@ -24,8 +24,8 @@ from symfonic_otel.core.handler_core import (
     HandlerCore,
 )
 from symfonic_otel.core.runs import OpenRun
-from symfonic_otel.emit.metrics import TERMINATION_REASONS
 from symfonic_otel.emit.recorder import span_link
+from symfonic_otel.emit.vocabulary import TERMINATION_REASONS
 from symfonic_otel.read import extract as ex
 from symfonic_otel.read import extract_steps as xs
 from symfonic_otel.read.sanitise import clean_attributes

@@ -6,13 +6,11 @@ they are kept per tenant in ``TenantCounters`` and forgotten when the tenant goe
 Histograms carry model, operation, node and error type, not the tenant, unless the handler was
 built with ``tenant_histograms=True``; their exemplars still lead to a trace naming the tenant.
 
-Everything a label can be built from is bounded here: open label values (model, node, provider,
-error type, pass-through stop reasons) are capped per value; detailed histogram sets are capped
-per instrument by a ``DetailPool`` and detailed per-tenant counter sets per tenant. Past a cap
-a value folds into ``_OTHER`` while the tenant label stays, so each call is still counted for
-its tenant (see ``budget``). When a tenant takes a slot, the few counter series the shipped
-alerts divide by are created at zero, so ``increase()`` counts its first bail and a tenant
-without bails reads 0 rather than nothing.
+Every label is bounded here: open values (model, node, provider, error type, pass-through stop
+reasons) are capped per value, detailed sets per instrument (``DetailPool``) or per tenant; past
+a cap a value folds into ``_OTHER`` and the tenant label stays (see ``budget``). A tenant taking a
+slot gets the series the shipped alerts divide by at zero, so ``increase()`` counts its first
+bail and a tenant without bails reads 0 rather than nothing.
 """
 
 from __future__ import annotations
@@ -37,38 +35,21 @@ from symfonic_otel.emit.labels import BoundedLabels
 from symfonic_otel.emit.recorder import DeferredRecorder, SpanLink, recorder_for
 from symfonic_otel.emit.tenant_counters import TenantCounters
 from symfonic_otel.emit.tenants import ActiveTenants
-from symfonic_otel.read.sanitise import clean_label
+from symfonic_otel.emit.vocabulary import (
+    FABRICATION_PAIRS,
+    KNOWN_STOP_REASONS,
+    MAX_MODELS,
+    MAX_NODES,
+    MAX_PROVIDERS,
+    MAX_TOOLS,
+    OTHER,
+    SEEDED_RUNS,
+    SEEDED_STOP_REASONS,
+    TERMINATION_REASONS,
+    label_or_other,
+)
 
-OTHER: Final = semconv.OTHER_VALUE
-MAX_MODELS: Final = 200
-MAX_NODES: Final = 32
-MAX_PROVIDERS: Final = 32
-MAX_TOOLS: Final = 200
 _ATTRS_CACHE_CAP: Final = 4096
-TERMINATION_REASONS: Final = frozenset({"tool_calls_with_no_text", "no_content_no_tool_calls"})
-FABRICATION_PAIRS: Final = frozenset(
-    {
-        ("off", "none"),
-        ("observe", "observed"),
-        ("observe", "none"),
-        ("revise", "revise_forced"),
-        ("revise", "observed"),
-        ("revise", "none"),
-        ("refuse", "refuse_replaced"),
-        ("refuse", "observed"),
-        ("refuse", "none"),
-    }
-)
-_KNOWN_STOP_REASONS: Final = frozenset(semconv.STOP_REASON_VALUES)
-# Series created at zero when a tenant takes a slot: the numerators and denominators of the
-# shipped alerts (silent-bail, empty-answer and error ratios; truncation and refusal ratios).
-# Other series appear with their first count.
-SEEDED_RUNS: Final[tuple[tuple[str, bool | None], ...]] = (
-    ("completed", False),
-    ("completed", True),
-    ("error", None),
-)
-SEEDED_STOP_REASONS: Final = ("end_turn", "max_tokens", "refusal")
 _RUNS: Final = semconv.AGENT_RUNS.name
 _BAILS: Final = semconv.SILENT_BAILS.name
 _STOPS: Final = semconv.STOP_REASONS.name
@@ -76,10 +57,6 @@ _COST: Final = semconv.LLM_COST.name
 _TOKENS: Final = semconv.LLM_TOKENS.name
 _SYNTHESIS: Final = semconv.SYNTHESIS_FALLBACKS.name
 _FABRICATION: Final = semconv.FABRICATION_DETECTIONS.name
-
-
-def _label_or_other(raw: object) -> str:
-    return clean_label(raw) or OTHER
 
 
 class MetricEmitter:
@@ -108,12 +85,12 @@ class MetricEmitter:
         self._attrs = metric_attrs.AgentAttrs(agent_name)
         self.agent_attrs: dict[str, Any] = {semconv.GEN_AI_AGENT_NAME: agent_name}
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
-        self.models = BoundedLabels(MAX_MODELS, OTHER, _label_or_other)
-        self.nodes = BoundedLabels(MAX_NODES, OTHER, _label_or_other)
-        self.providers = BoundedLabels(MAX_PROVIDERS, OTHER, _label_or_other)
-        self.errors = BoundedLabels(MAX_ERROR_TYPES, OTHER, _label_or_other)
-        self._stop_values = BoundedLabels(MAX_PASSTHROUGH_STOP_REASONS, OTHER, _label_or_other)
-        self.tools = BoundedLabels(MAX_TOOLS, OTHER, _label_or_other)
+        self.models = BoundedLabels(MAX_MODELS, OTHER, label_or_other)
+        self.nodes = BoundedLabels(MAX_NODES, OTHER, label_or_other)
+        self.providers = BoundedLabels(MAX_PROVIDERS, OTHER, label_or_other)
+        self.errors = BoundedLabels(MAX_ERROR_TYPES, OTHER, label_or_other)
+        self._stop_values = BoundedLabels(MAX_PASSTHROUGH_STOP_REASONS, OTHER, label_or_other)
+        self.tools = BoundedLabels(MAX_TOOLS, OTHER, label_or_other)
         self._tool_pool = DetailPool(DETAIL_POOL)
         self._op_pool = DetailPool(DETAIL_POOL)  # shared by operation duration and token usage
 
@@ -394,7 +371,7 @@ class MetricEmitter:
     def _stop(self, tenant: str, raw: str) -> None:
         """Known exits have a set per tenant; pass-through values are detailed (capped) sets."""
         attrs = self._attrs
-        if raw in _KNOWN_STOP_REASONS:
+        if raw in KNOWN_STOP_REASONS:
             self._count(
                 _STOPS, tenant, self._cached(("stop", tenant, raw), attrs.stop, tenant, raw), 1
             )

@@ -22,7 +22,8 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import StatusCode
 
-from symfonic_otel import __version__, semconv
+from symfonic_otel import semconv
+from symfonic_otel._version import __version__
 from symfonic_otel.core.handler_core import INTERNAL_ERROR
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.tenancy import resolve_tenant
