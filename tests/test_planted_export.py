@@ -1,4 +1,4 @@
-"""Lost spans are reported summed over every batch processor, not the first one's alone.
+"""Export bookkeeping: lost spans summed over every batch processor; a collection handed over once.
 
 ``configure_telemetry`` gives each span exporter its own batch processor (OTLP and console,
 say); the ``symfonic.telemetry.dropped_spans`` counter must add all their losses. Real SDK
@@ -13,8 +13,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from prometheus_client import CollectorRegistry
 
 from symfonic_otel import semconv
+from symfonic_otel.emit.exemplars import ExemplarReader
 from symfonic_otel.export.exporters import observe_span_losses
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 
@@ -70,4 +72,21 @@ def test_losses_of_every_processor_are_summed() -> None:
     finally:
         for processor in processors:
             processor.shutdown()
+        meter_provider.shutdown()
+
+
+def test_the_latest_collection_is_handed_to_one_scrape_only() -> None:
+    """Held past its scrape, a collection of thousands of series would outlive it in memory."""
+    registry = CollectorRegistry()
+    reader = ExemplarReader(registry)
+    meter_provider = MeterProvider(metric_readers=[reader])
+    try:
+        meter_provider.get_meter("app").create_counter("work").add(1)
+        assert reader.take_latest() is None  # nothing collected yet
+        families = list(registry.collect())  # a collection, as a scrape runs it
+        assert "work" in [f.name for f in families]
+        latest = reader.take_latest()
+        assert latest is not None and latest.resource_metrics
+        assert reader.take_latest() is None
+    finally:
         meter_provider.shutdown()
