@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Final
 
-__version__ = "0.1.0"
-
-from symfonic_otel.emit.pricing import ModelPrice
-from symfonic_otel.emit.tenancy import tenant_scope
-from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel._version import __version__
 
 if TYPE_CHECKING:
+    from symfonic_otel.emit.pricing import ModelPrice
+    from symfonic_otel.emit.tenancy import tenant_scope
     from symfonic_otel.export.setup import configure_telemetry
+    from symfonic_otel.handler import OTelCallbackHandler
     from symfonic_otel.langchain import LangChainCallbackHandler
     from symfonic_otel.spans import SilentBailSpanProcessor
 
@@ -25,20 +25,28 @@ __all__ = [
     "tenant_scope",
 ]
 
+# Each public name is imported on first use, so ``import symfonic_otel`` (and the CLI, whose
+# first import it is) costs next to nothing: the handler, the LangChain adapter and the SDK
+# setup load only when asked for, and a Ctrl-C right after ``symfonic-otel`` starts lands in
+# code that handles it rather than in a module import.
+_PUBLIC: Final = {
+    "LangChainCallbackHandler": "symfonic_otel.langchain",
+    "ModelPrice": "symfonic_otel.emit.pricing",
+    "OTelCallbackHandler": "symfonic_otel.handler",
+    "SilentBailSpanProcessor": "symfonic_otel.spans",  # needs the SDK's SpanProcessor
+    "configure_telemetry": "symfonic_otel.export.setup",
+    "tenant_scope": "symfonic_otel.emit.tenancy",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # Imported on first use: the LangChain adapter and the SDK setup pull in more than the core
-    # handler needs.
-    if name == "LangChainCallbackHandler":
-        from symfonic_otel.langchain import LangChainCallbackHandler
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'symfonic_otel' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return LangChainCallbackHandler
-    if name == "configure_telemetry":
-        from symfonic_otel.export.setup import configure_telemetry
 
-        return configure_telemetry
-    if name == "SilentBailSpanProcessor":  # needs the SDK's SpanProcessor: loaded on first use
-        from symfonic_otel.spans import SilentBailSpanProcessor
-
-        return SilentBailSpanProcessor
-    raise AttributeError(f"module 'symfonic_otel' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

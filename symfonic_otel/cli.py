@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from symfonic_otel import __version__
+from symfonic_otel._version import __version__
 
 EXIT_USAGE = 2
 DEFAULT_RUNS = 240
@@ -152,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --duration: noisy tenants turn ordinary after this long",
     )
     demo.add_argument(
+        "--faults",
+        action="store_true",
+        help="also simulate workers that die mid-run (orphaned runs) and retried end events "
+        "(dropped events), which fire the telemetry-health alerts",
+    )
+    demo.add_argument(
         "--otlp",
         action="store_true",
         help="also export over OTLP, configured by the standard OTEL_EXPORTER_OTLP_* variables",
@@ -220,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 otlp=args.otlp,
                 noisy=noisy,
                 noisy_for_s=args.noisy_for,
+                faults=args.faults,
             )
         except ValueError as exc:  # a flag's value that only makes sense with the others
             return _usage_error("symfonic-otel demo", str(exc))

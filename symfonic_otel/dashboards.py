@@ -7,7 +7,8 @@ reads them from ``dashboards/`` next to the package. ``export`` copies them, lay
     symfonic-agent-overview.json, symfonic-fabrication.json   Grafana dashboards
     prometheus/symfonic-rules.yml                              recording and alerting rules
     prometheus/symfonic-rules.test.yml                         promtool unit tests of the rules
-    prometheus/prometheus.yml                                  scrape one host's agents (pull)
+    prometheus/prometheus.yml                                  local: scrape one host's agents
+    prometheus/prometheus-collector.yml                        fleet: scrape the OTel Collector
     prometheus/prometheus-agent.yml, prometheus-central.yml    agent mode + remote-write receiver
     alertmanager/alertmanager.yml                              route per tenant_id to a receiver
     grafana/provisioning/                                      datasource and dashboards provider

@@ -11,6 +11,7 @@ collection too, and closed at shutdown and exit; a run's open steps go with it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,7 +21,8 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from symfonic_otel import __version__, semconv
+from symfonic_otel import semconv
+from symfonic_otel._version import __version__
 from symfonic_otel.core.call_flow import CallFlow, Hints
 from symfonic_otel.core.call_inputs import InputFlow
 from symfonic_otel.core.handler_core import INTERNAL_ERROR, HandlerCore, key
@@ -28,12 +30,12 @@ from symfonic_otel.core.run_flow import RunFlow
 from symfonic_otel.core.runs import RunRegistry
 from symfonic_otel.core.step_flow import StepFlow
 from symfonic_otel.core.steps import OpenCalls
-from symfonic_otel.emit.labels import BoundedLabels
+from symfonic_otel.emit.budget import DEFAULT_MAX_TENANTS
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.models import ModelCatalogue
 from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.emit.spans import SpanEmitter
-from symfonic_otel.emit.tenancy import sanitise_tenant
+from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.export import lifecycle
 from symfonic_otel.logs import FailureLog, run_id_of
 from symfonic_otel.options import check_handler_options, warn_if_over_limit
@@ -63,13 +65,20 @@ class OTelCallbackHandler(SymfonicProtocol):
         agent_name: str = "symfonic",
         tenant_id: str | None = None,
         capture_content: bool | None = None,
-        max_tenants: int = 500,
+        max_tenants: int = DEFAULT_MAX_TENANTS,
         run_ttl_s: float = 3600.0,
         max_open_runs: int = 10_000,
         pricing: Mapping[str, ModelPrice] | None = None,
         tenant_from_baggage: bool = False,
         node_spans: bool = False,
+        tenant_idle_s: float = DEFAULT_TENANT_IDLE_S,
+        tenant_histograms: bool = False,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """``max_tenants`` bounds the tenants active at once; a tenant idle for more than
+        ``tenant_idle_s`` gives back its slot and its series. ``tenant_histograms=True`` adds
+        ``tenant.id`` to every histogram (costly: see the tenancy docs). ``clock`` (monotonic
+        seconds) measures tenant idleness; tests pass their own."""
         check_handler_options(
             agent_name=agent_name,
             tenant_id=tenant_id,
@@ -78,6 +87,9 @@ class OTelCallbackHandler(SymfonicProtocol):
             max_open_runs=max_open_runs,
             tenant_from_baggage=tenant_from_baggage,
             node_spans=node_spans,
+            tenant_idle_s=tenant_idle_s,
+            tenant_histograms=tenant_histograms,
+            clock=clock,
         )
         self.agent_name = clean_label(agent_name)
         self.capture_content = resolve_capture(capture_content)
@@ -85,7 +97,14 @@ class OTelCallbackHandler(SymfonicProtocol):
         self._meter_provider = meter_provider
         tracer = trace.get_tracer(semconv.SCOPE_NAME, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(semconv.SCOPE_NAME, __version__, meter_provider=meter_provider)
-        emitter = MetricEmitter(meter, self.agent_name)
+        tenants = ActiveTenants(max_tenants, float(tenant_idle_s), clock or time.monotonic)
+        emitter = MetricEmitter(
+            meter,
+            self.agent_name,
+            tenants,
+            meter_provider=meter_provider,
+            tenant_histograms=tenant_histograms,
+        )
         self._core = core = HandlerCore(
             spans=SpanEmitter(tracer, self.agent_name, self.capture_content),
             metrics=emitter,
@@ -93,12 +112,7 @@ class OTelCallbackHandler(SymfonicProtocol):
             runs=RunRegistry(float(run_ttl_s), max_open_runs),
             calls=OpenCalls(),
             failures=FailureLog(),
-            tenants=BoundedLabels(
-                max_tenants,
-                semconv.OVERFLOW_VALUE,
-                sanitise_tenant,
-                always=(semconv.TENANT_UNKNOWN,),
-            ),
+            tenants=tenants,
             tenant_default=tenant_id,
             tenant_from_baggage=tenant_from_baggage,
             max_run_ms=max(MAX_CALL_MS, float(run_ttl_s) * 1000.0),
@@ -112,7 +126,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         # shutdown and exit every open run is closed before the final flush.
         emitter.recorder.on_collect(self.expire_runs)
         lifecycle.register(self)
-        warn_if_over_limit(max_tenants)
+        warn_if_over_limit(max_tenants, tenant_histograms)
 
     # --- synchronous entry points (the async ``on_*`` twins are in ``SymfonicProtocol``) -------
 

@@ -34,6 +34,7 @@ The callback handler alone (passed in ``callbacks``) never makes a span current.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Mapping
 from importlib import import_module
 from typing import Any, Final
@@ -44,11 +45,13 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
 )
 from wrapt import BoundFunctionWrapper, FunctionWrapper, wrap_function_wrapper
 
+from symfonic_otel import semconv
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain import LangChainCallbackHandler
 from symfonic_otel.langchain.embeddings import EmbeddingsWrapper
 from symfonic_otel.langchain.retrievers import RetrieverBodies, recorder_of
-from symfonic_otel.logs import FailureLog
+from symfonic_otel.logs import FailureLog, get_logger
+from symfonic_otel.read.sanitise import clean_label
 
 __all__ = ["SymfonicLangChainInstrumentor"]
 
@@ -71,8 +74,30 @@ _HANDLER_OPTIONS: Final = frozenset(
         "max_open_runs",
         "pricing",
         "tenant_from_baggage",
+        "tenant_idle_s",
+        "tenant_histograms",
     }
 )
+
+
+def _agent_name_from_env() -> str | None:
+    """``OTEL_INSTRUMENTATION_SYMFONIC_AGENT_NAME``, if set to a usable name.
+
+    Under ``opentelemetry-instrument`` the environment is the only way to configure us; a value
+    that cleans to nothing is logged and ignored rather than failing the whole instrumentation.
+    """
+    raw = os.environ.get(semconv.AGENT_NAME_ENV)
+    if raw is None or not raw.strip():
+        return None
+    name = clean_label(raw)
+    if not name:
+        get_logger().warning(
+            "symfonic_otel.ignored_environment_variable",
+            variable=semconv.AGENT_NAME_ENV,
+            reason="no printable characters; the default agent name is used",
+        )
+        return None
+    return name
 
 
 def _yield_to_others(manager: Any, ours: LangChainCallbackHandler) -> None:
@@ -213,7 +238,8 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     ``instrument(tracer_provider=..., meter_provider=...)`` (both default to the global
     providers); ``handler=`` shares an existing ``OTelCallbackHandler`` instead, and the
     ``OTelCallbackHandler`` options (``agent_name``, ``tenant_id``, ...) are passed on, as is
-    ``node_spans=True`` (a span per LangGraph node).
+    ``node_spans=True`` (a span per LangGraph node). Without ``agent_name``,
+    ``OTEL_INSTRUMENTATION_SYMFONIC_AGENT_NAME`` names the agent (default ``symfonic``).
     ``uninstrument()`` restores LangChain: runs started afterwards are not recorded.
     """
 
@@ -237,6 +263,10 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             handler = LangChainCallbackHandler(handler=core, node_spans=node_spans)
         else:
             options = {key: kwargs[key] for key in _HANDLER_OPTIONS if key in kwargs}
+            if "agent_name" not in options:
+                named = _agent_name_from_env()
+                if named is not None:
+                    options["agent_name"] = named
             handler = LangChainCallbackHandler(
                 tracer_provider=kwargs.get("tracer_provider"),
                 meter_provider=kwargs.get("meter_provider"),

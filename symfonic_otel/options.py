@@ -22,6 +22,9 @@ def check_handler_options(
     max_open_runs: object,
     tenant_from_baggage: object,
     node_spans: object = False,
+    tenant_idle_s: object = 1.0,
+    tenant_histograms: object = False,
+    clock: object = None,
 ) -> None:
     if not isinstance(agent_name, str) or not clean_label(agent_name):
         raise ValueError(f"agent_name must be a non-empty str, got {agent_name!r}")
@@ -42,11 +45,24 @@ def check_handler_options(
         raise TypeError(f"tenant_from_baggage must be a bool, got {tenant_from_baggage!r}")
     if not isinstance(node_spans, bool):
         raise TypeError(f"node_spans must be a bool, got {node_spans!r}")
+    if (
+        isinstance(tenant_idle_s, bool)
+        or not isinstance(tenant_idle_s, int | float)
+        or not math.isfinite(tenant_idle_s)
+        or tenant_idle_s <= 0
+    ):
+        raise ValueError(
+            f"tenant_idle_s must be a positive number of seconds, got {tenant_idle_s!r}"
+        )
+    if not isinstance(tenant_histograms, bool):
+        raise TypeError(f"tenant_histograms must be a bool, got {tenant_histograms!r}")
+    if clock is not None and not callable(clock):
+        raise TypeError(f"clock must be a callable returning seconds, got {clock!r}")
 
 
-def warn_if_over_limit(max_tenants: int) -> None:
+def warn_if_over_limit(max_tenants: int, tenant_histograms: bool = False) -> None:
     """Say so when this many tenants need more series than ``configure_telemetry`` allows."""
-    needed = max(series_budget(max_tenants).values())
+    needed = max(series_budget(max_tenants, tenant_histograms).values())
     if needed > CARDINALITY_LIMIT:
         get_logger().warning(
             "symfonic_otel.series_budget_above_limit",

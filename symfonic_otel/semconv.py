@@ -89,6 +89,8 @@ OVERFLOW_VALUE: Final = "__overflow__"
 OTHER_VALUE: Final = "_OTHER"
 BAGGAGE_TENANT_KEY: Final = TENANT_ID
 CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+# The agent name of the no-code instrumentor's handler (``instrument(agent_name=...)`` wins).
+AGENT_NAME_ENV: Final = "OTEL_INSTRUMENTATION_SYMFONIC_AGENT_NAME"
 
 # --- metrics -----------------------------------------------------------------------------------
 
@@ -172,6 +174,12 @@ LLM_COST: Final = InstrumentSpec(
     "{USD}",
     "Model cost from the price table; unknown models add nothing.",
 )
+LLM_TOKENS: Final = InstrumentSpec(
+    "symfonic.llm.tokens",
+    "counter",
+    "{token}",
+    "Model tokens per tenant, by model and token type (a tenant's spend in one series).",
+)
 FABRICATION_DETECTIONS: Final = InstrumentSpec(
     "symfonic.fabrication.detections",
     "counter",
@@ -251,6 +259,7 @@ ALL_INSTRUMENTS: tuple[InstrumentSpec, ...] = (
     CLIENT_OPERATION_DURATION,
     CLIENT_TOKEN_USAGE,
     LLM_COST,
+    LLM_TOKENS,
     FABRICATION_DETECTIONS,
     FABRICATION_CONFIDENCE,
     ORPHANED_RUNS,

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Iterator
+from pathlib import Path
+from types import CodeType
+from typing import Final
 
 import pytest
 from langchain_support import DetachErrors
@@ -44,3 +48,115 @@ def lc(
     yield handler
     assert handler.tracked_runs == 0, "adapter kept state for an ended run"
     assert handler.tracked_calls == 0, "adapter kept state for ended child runs"
+
+
+# --- the fast lane: `pytest -m "not live"` -------------------------------------------------------
+#
+# A test is ``live`` when it, a fixture it uses or a helper of the test modules it calls starts a
+# real process or server: a subprocess (the CLI, an instrumented app), Debian's Prometheus or
+# Alertmanager, an OTLP receiver. The marking is derived from the code, so a new live test needs
+# no marker of its own; modules that are slow for another reason (load and scale) are listed.
+
+_TESTS_DIR = Path(__file__).resolve().parent
+# Names whose use makes a test live: they start processes or servers.
+_LIVE_NAMES: Final = frozenset(
+    {
+        "subprocess",
+        "PrometheusServer",
+        "AlertmanagerServer",
+        "GrpcOtlpReceiver",
+        "HttpOtlpReceiver",
+        "HangingServer",
+        "DemoProcess",
+        "require_binary",
+    }
+)
+# Slow without any of those: sustained load, many threads, big scales (whole modules, or single
+# tests of a module whose other tests are quick), each with the reason.
+_LIVE_MODULES: Final = {
+    "test_reliability_collector": "sustained load against a stuck exporter; memory over time",
+    "test_reliability_concurrency": "thousands of concurrent runs and tenants",
+}
+_LIVE_TESTS: Final = {
+    "test_handler_robustness::test_ten_thousand_generated_events_per_method": "10,000 events "
+    "per public method (about 15 s each)",
+    "test_handler_robustness::test_memory_is_bounded_in_bytes_for_distinct_large_ids": "fills "
+    "every bound with large ids and measures memory",
+    "test_handler_robustness::test_random_events_never_raise_and_open_runs_stay_capped": "a long "
+    "random event stream past the open-run cap",
+}
+
+
+def _code_objects(code: CodeType) -> Iterator[CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _code_objects(const)
+
+
+def _referenced(obj: object) -> Iterator[object]:
+    """Functions and classes of the test modules that ``obj`` calls or names."""
+    if isinstance(obj, type):
+        for member in vars(obj).values():
+            yield from _referenced(getattr(member, "__func__", member))
+        return
+    code = getattr(obj, "__code__", None)
+    module_globals = getattr(obj, "__globals__", {})
+    if not isinstance(code, CodeType):
+        return
+    for inner in _code_objects(code):
+        yield inner
+        for name in inner.co_names:
+            found = module_globals.get(name)
+            if inspect.isfunction(found) or inspect.isclass(found):
+                yield found
+
+
+def is_live(obj: object, seen: set[int] | None = None) -> bool:
+    """Whether ``obj`` (a test, a fixture's function) or what it calls in tests/ starts one."""
+    seen = set() if seen is None else seen
+    stack = [obj]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, CodeType):
+            if _LIVE_NAMES.intersection(current.co_names):
+                return True
+            continue
+        try:
+            source = inspect.getsourcefile(current)  # type: ignore[arg-type]
+        except TypeError:  # built-in, or a C-level wrapper
+            source = None
+        if source is None or Path(source).resolve().parent != _TESTS_DIR:
+            if getattr(current, "__name__", None) in _LIVE_NAMES:
+                return True
+            continue  # library code: its own names say nothing about the test
+        stack.extend(_referenced(current))
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    verdicts: dict[object, bool] = {}  # by code object: stable, unlike the ids of wrappers
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        roots: list[object] = [getattr(item, "function", None)]
+        fixtures = getattr(item, "_fixtureinfo", None)
+        if fixtures is not None:
+            for name in fixtures.names_closure:
+                for definition in fixtures.name2fixturedefs.get(name, ()):
+                    roots.append(definition.func)
+        name = getattr(item, "originalname", item.name)
+        live = module in _LIVE_MODULES or f"{module}::{name}" in _LIVE_TESTS
+        for root in roots:
+            if live:
+                break
+            if root is None:
+                continue
+            key = getattr(root, "__code__", root)
+            if key not in verdicts:
+                verdicts[key] = is_live(root)
+            live = verdicts[key]
+        if live:
+            item.add_marker(pytest.mark.live)

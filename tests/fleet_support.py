@@ -51,6 +51,7 @@ class DemoProcess:
         noisy: str | None = None,
         noisy_for_s: float | None = None,
         seed: int = 7,
+        faults: bool = False,
     ) -> None:
         self.workdir = Path(workdir)
         self.command = [
@@ -73,6 +74,8 @@ class DemoProcess:
             self.command += ["--noisy", noisy]
         if noisy_for_s is not None:
             self.command += ["--noisy-for", f"{noisy_for_s:g}"]
+        if faults:
+            self.command.append("--faults")
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr_path = self.workdir / "demo.stderr"

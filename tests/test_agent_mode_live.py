@@ -149,17 +149,35 @@ def test_agent_mode_remote_writes_to_a_central_prometheus_that_pages_on_the_bail
         assert central.wait_for(bailing_paged, timeout_s=90, interval_s=1.0), central.alerts()
 
         # The recording rules on the central Prometheus separate the tenants: globex bails in
-        # most runs, initech errs in many but bails no more than the ordinary tenants.
-        for name in bail_ratios:
-            ratio = _by_tenant(central.query(name))
-            assert ratio.get(BAILING, 0.0) > 0.3, (name, ratio)
-            for tenant in (ERRORING, *ORDINARY):
-                assert ratio.get(tenant, 0.0) < 0.1, (name, tenant, ratio)
-        for name in error_ratios:
-            ratio = _by_tenant(central.query(name))
-            assert ratio.get(ERRORING, 0.0) > 0.15, (name, ratio)
-            for tenant in (BAILING, *ORDINARY):
-                assert ratio.get(tenant, 0.0) < 0.05, (name, tenant, ratio)
+        # most runs, initech errs in many but bails no more than the ordinary tenants. (Polled:
+        # the scaled windows hold few runs on a loaded machine, so one error among an ordinary
+        # tenant's 20 runs reads 5 % at a single instant.)
+        problems: list[tuple[str, str, dict[str, float]]] = []
+
+        def separated() -> bool:
+            problems.clear()
+            for name in bail_ratios:
+                ratio = _by_tenant(central.query(name))
+                if ratio.get(BAILING, 0.0) <= 0.3:
+                    problems.append((name, BAILING, ratio))
+                problems.extend(
+                    (name, tenant, ratio)
+                    for tenant in (ERRORING, *ORDINARY)
+                    if ratio.get(tenant, 0.0) >= 0.1
+                )
+            for name in error_ratios:
+                ratio = _by_tenant(central.query(name))
+                if ratio.get(ERRORING, 0.0) <= 0.15:
+                    problems.append((name, ERRORING, ratio))
+                problems.extend(
+                    (name, tenant, ratio)
+                    for tenant in (BAILING, *ORDINARY)
+                    if ratio.get(tenant, 0.0) >= 0.05
+                )
+            return not problems
+
+        central.wait_for(separated, timeout_s=30, interval_s=1.0)
+        assert problems == [], problems
 
         # Pages on silent bails: the bailing tenant, and only it.
         paged = {

@@ -174,7 +174,8 @@ def test_every_panel_query_returns_data_and_silent_bail_alert_fires_for_noisy_te
 
     low_volume_port = free_port()
     with (
-        DemoProcess(tmp_path / "demo", duration_s=120.0, rate=DEMO_RATE) as demo,
+        # --faults: the orphaned-run and dropped-event panels need those faults to have data.
+        DemoProcess(tmp_path / "demo", duration_s=120.0, rate=DEMO_RATE, faults=True) as demo,
         low_volume_target(low_volume_port, duration_s=120.0),
         PrometheusServer(
             tmp_path / "prometheus",

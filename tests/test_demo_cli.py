@@ -114,6 +114,8 @@ def test_dashboards_export_writes_every_file(
         "symfonic-fabrication.json",
         "prometheus/symfonic-rules.yml",
         "prometheus/symfonic-rules.test.yml",
+        "prometheus/prometheus.yml",
+        "prometheus/prometheus-collector.yml",
         "collector/otel-collector.yaml",
     ):
         assert expected in written
@@ -252,9 +254,11 @@ def test_export_to_a_file_or_below_one_is_one_line_and_exit_2(tmp_path: Path) ->
 
 
 def test_the_demo_explains_its_counts_with_the_tables_figures() -> None:
-    result = _run("--runs", "240")
+    result = _run("--runs", "240", "--faults")  # lost workers: the case that needs saying
     assert result.returncode == 0, result.stderr[-2000:]
     out = " ".join(result.stdout.split())  # notes are wrapped at the console width
+    health = re.search(r"orphaned runs closed as abandoned: (\d+), dropped [a-z_]+: (\d+)", out)
+    assert health and int(health.group(1)) > 0 and int(health.group(2)) > 0, out
     total = int(_row(result.stdout, "all")[1])
     abandoned = int(_row(result.stdout, "abandoned")[1])
     empty = int(_row(result.stdout, "empty final response")[1])

@@ -255,3 +255,34 @@ def test_a_listening_collector_gets_every_run_and_no_warning(
     summarised = int(ALL_ROW.findall(out)[0])
     run_spans = [s for s in receiver.spans() if s.name == semconv.agent_span_name(AGENT_NAME)]
     assert len(run_spans) == summarised
+
+
+# --- Ctrl-C at any --runs: runs are made as the demo goes, so stopping costs the same ----------
+
+INTERRUPT_BOUND_S = 2.0  # the README's promise: Ctrl-C exits within 2 s
+
+
+@pytest.mark.parametrize("runs", ["100000", "100000000"])
+def test_ctrl_c_at_any_run_count_exits_within_the_bound_with_a_summary(
+    demo_env: dict[str, str], runs: str
+) -> None:
+    """A real SIGINT once runs are flowing; with every run made up front none would flow."""
+    demo = Demo("--runs", runs, "--prometheus-port", "0", env=demo_env)
+    try:
+        metrics_url = demo.wait_serving()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        counted = 0.0
+        while counted < 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            counted = _runs_counted(metrics_url)
+        assert counted >= 5, "no run finished: the demo is not making runs as it goes"
+        sent = time.monotonic()
+        code, out, err = demo.interrupt()
+    finally:
+        demo.kill()
+    assert code == EXIT_INTERRUPTED, err
+    assert demo.exited_at - sent < INTERRUPT_BOUND_S
+    assert "Traceback" not in err and "Task exception was never retrieved" not in err, err
+    assert PARTIAL in out
+    rows = ALL_ROW.findall(out)
+    assert rows and counted <= int(rows[0]) < int(runs), out

@@ -22,7 +22,14 @@ from symfonic_otel import tenant_scope
 from symfonic_otel.agent import ReactAgent
 from symfonic_otel.cli import EXIT_USAGE, main
 from symfonic_otel.demo import DemoOptions
-from symfonic_otel.demo.levers import NoisyClock, noisy_tenants, tenant_names
+from symfonic_otel.demo.levers import (
+    LOST_RUN_EVERY,
+    RETRIED_END_EVERY,
+    Faults,
+    NoisyClock,
+    noisy_tenants,
+    tenant_names,
+)
 from symfonic_otel.demo.scenarios import NOISY_KINDS, SCENARIOS, TOOLS, Behaviour, DemoProviderError
 from symfonic_otel.demo.traffic import AGENT_NAME, plan_runs
 from symfonic_otel.testing.scripted import ScriptedChatModel
@@ -155,6 +162,22 @@ def test_default_noisy_tenant_is_globex_when_it_runs() -> None:
     assert {r.behaviour for r in _take(plan_runs(7, ["acme", "initech"]), 200)} == {"ordinary"}
     default = _take(plan_runs(7, tenant_names(5)), 200)
     assert {r.tenant for r in default if r.behaviour == "silent_bail"} == {"globex"}
+
+
+def test_the_default_mix_has_no_telemetry_faults_and_the_lever_adds_them() -> None:
+    """Lost workers and retried ends fire the telemetry-health alerts: behind ``--faults``."""
+    count = 100 * max(LOST_RUN_EVERY, RETRIED_END_EVERY)
+    plain = _take(plan_runs(7, tenant_names(5)), count)
+    faulty = _take(plan_runs(7, tenant_names(5), faults=Faults(enabled=True)), count)
+    assert not any(r.lost_worker or r.retried_end for r in plain)
+    lost = sum(r.lost_worker for r in faulty)
+    retried = sum(r.retried_end for r in faulty)
+    assert count / LOST_RUN_EVERY / 2 < lost < count / LOST_RUN_EVERY * 2
+    assert count / RETRIED_END_EVERY / 2 < retried < count / RETRIED_END_EVERY * 2
+    # The lever changes nothing else: one seed, the same runs.
+    assert [(r.tenant, r.plan.scenario) for r in plain] == [
+        (r.tenant, r.plan.scenario) for r in faulty
+    ]
 
 
 def test_noisy_tenants_turn_ordinary_once_the_noisy_period_ends() -> None:

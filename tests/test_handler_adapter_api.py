@@ -251,7 +251,6 @@ def test_adapter_tool_span_records_its_duration(telemetry: InMemoryTelemetry) ->
     assert metric_attrs == {
         "gen_ai.tool.name": "search",
         "gen_ai.agent.name": "symfonic",
-        "tenant.id": "unknown",
         "error.type": "TimeoutError",
     }
     assert isinstance(point, HistogramDataPoint)

@@ -160,8 +160,7 @@ async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
     ]
     assert telemetry.points("symfonic.agent.active_runs") == [({"gen_ai.agent.name": "support"}, 0)]
     ((duration_attrs, duration),) = telemetry.points("gen_ai.invoke_agent.duration")
-    assert duration_attrs == {
-        "tenant.id": "acme",
+    assert duration_attrs == {  # histograms carry no tenant by default
         "gen_ai.agent.name": "support",
         "symfonic.run.outcome": "completed",
     }
@@ -169,7 +168,7 @@ async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
     assert (duration.count, duration.sum) == (1, 1.5)
 
     ((iter_attrs, iterations),) = telemetry.points("symfonic.react.iterations")
-    assert iter_attrs == {"tenant.id": "acme", "gen_ai.agent.name": "support"}
+    assert iter_attrs == {"gen_ai.agent.name": "support"}
     assert isinstance(iterations, HistogramDataPoint)
     assert (iterations.count, iterations.sum) == (1, 1)  # one loop call; synthesis excluded
 
@@ -184,7 +183,6 @@ async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
         "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-4o",
         "symfonic.node.name": "react",
-        "tenant.id": "acme",
     }
     assert isinstance(react_point, HistogramDataPoint)
     assert react_point.sum == pytest.approx(0.8)

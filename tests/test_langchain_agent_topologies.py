@@ -298,12 +298,13 @@ def test_concurrent_async_turns_of_different_tenants_stay_apart(
         assert attrs(tool_span)[semconv.GEN_AI_TOOL_CALL_ID] == f"call-{i}-{i + 1}"
         assert run.context is not None
         run_span_ids[str(tenant)] = run.context.span_id
-    # Each tenant's run-duration point carries its own run span as the exemplar.
+    # The run-duration histogram carries no tenant; its exemplars lead to the tenants' runs.
     metric = telemetry.metrics()[semconv.AGENT_DURATION.name]
     for point in metric.data.data_points:
         assert isinstance(point, HistogramDataPoint)
-        tenant = str(dict(point.attributes or {})[semconv.TENANT_ID])
-        assert [e.span_id for e in point.exemplars] == [run_span_ids[tenant]]
+        assert semconv.TENANT_ID not in dict(point.attributes or {})
+        exemplars = {e.span_id for e in point.exemplars}
+        assert exemplars and exemplars <= set(run_span_ids.values())
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "completed"}) == len(turns)
     assert telemetry.value(BAILS) == 0
 

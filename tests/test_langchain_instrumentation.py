@@ -118,6 +118,41 @@ def test_unknown_instrument_options_are_ignored(telemetry: InMemoryTelemetry) ->
         instrumentor.uninstrument()
 
 
+@pytest.mark.parametrize(
+    ("variable", "argument", "expected"),
+    [
+        ("returns-desk", None, "returns-desk"),  # the variable names the agent
+        ("  returns-desk  ", None, "returns-desk"),  # trimmed, as every label
+        ("returns-desk", "support-bot", "support-bot"),  # the argument wins
+        ("\x07\x1b", None, "symfonic"),  # nothing printable: ignored, the default kept
+        ("", None, "symfonic"),  # empty: unset
+    ],
+)
+def test_the_agent_name_variable_names_the_instrumented_agent(
+    telemetry: InMemoryTelemetry,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    argument: str | None,
+    expected: str,
+) -> None:
+    monkeypatch.setenv(semconv.AGENT_NAME_ENV, variable)
+    instrumentor = SymfonicLangChainInstrumentor()
+    named = {} if argument is None else {"agent_name": argument}
+    instrumentor.instrument(
+        tracer_provider=telemetry.tracer_provider,
+        meter_provider=telemetry.meter_provider,
+        **named,
+    )
+    try:
+        handler = instrumentor.callback_handler
+        assert handler is not None
+        telemetry.track(handler.handler)
+        run_agent()
+        assert telemetry.span(semconv.agent_span_name(expected))
+    finally:
+        instrumentor.uninstrument()
+
+
 INSTRUMENTOR_NAME = "symfonic_langchain"
 APP = '''
 import json

@@ -201,6 +201,27 @@ def test_turn_reaches_the_collector_with_no_code_change(
     } == {"acme"}
 
 
+def test_an_environment_variable_names_the_agent(
+    command: str, configurator: str, tmp_path: Path
+) -> None:
+    """No code change and no ``instrument()`` call: the environment is the only way in."""
+    with HttpOtlpReceiver() as receiver:
+        extra = {
+            "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "langchain",
+            semconv.AGENT_NAME_ENV: "returns-desk",
+        }
+        run_app(command, configurator, receiver, tmp_path, **extra)
+        spans = receiver.spans()
+        assert the(spans, "invoke_agent returns-desk")
+        assert not [s for s in spans if s.name == "invoke_agent symfonic"]
+        runs = {
+            p.attributes[semconv.GEN_AI_AGENT_NAME]
+            for p in receiver.points()
+            if p.name == semconv.AGENT_RUNS.name and p.value
+        }
+        assert runs == {"returns-desk"}
+
+
 def test_disabled_by_name_records_nothing_of_ours(
     command: str, configurator: str, tmp_path: Path
 ) -> None:

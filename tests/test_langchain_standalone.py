@@ -64,7 +64,9 @@ def test_handler_on_the_models_constructor_inside_create_react_agent(
         assert attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == USAGE["input_tokens"]
         assert semconv.RUN_ID not in attributes
     assert not [s for s in telemetry.spans() if s.name == AGENT_SPAN]  # it saw no agent run
-    assert telemetry.value(DURATION, {semconv.TENANT_ID: "acme"}) == 2
+    assert telemetry.value(DURATION) == 2
+    cost = telemetry.points(semconv.LLM_COST.name, include_zeros=True)
+    assert {a[semconv.TENANT_ID] for a, _ in cost} == {"acme"}  # the counters carry the tenant
     assert telemetry.value(TOKENS, {semconv.GEN_AI_TOKEN_TYPE: "output"}) == 2
     assert telemetry.value(semconv.AGENT_RUNS.name) == 0
     assert telemetry.value(semconv.DROPPED_EVENTS.name) == 0
@@ -89,7 +91,8 @@ def test_bare_model_call_nests_under_the_callers_span_with_its_tenant(
     assert (first.attributes or {})[semconv.TENANT_ID] == "acme"
     assert (scoped.attributes or {})[semconv.TENANT_ID] == "scoped"
     assert (outside.attributes or {})[semconv.TENANT_ID] == semconv.TENANT_UNKNOWN
-    assert telemetry.value(DURATION, {semconv.TENANT_ID: "scoped"}) == 1
+    cost = telemetry.points(semconv.LLM_COST.name, include_zeros=True)
+    assert {a[semconv.TENANT_ID] for a, _ in cost} == {"acme", "scoped", semconv.TENANT_UNKNOWN}
 
 
 def test_standalone_tool_run(telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler) -> None:

@@ -10,7 +10,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 from symfonic_otel import semconv
+from symfonic_otel.emit import tenant_counters
 from symfonic_otel.emit.instruments import Instruments
+from symfonic_otel.emit.tenant_counters import TenantCounters
+from symfonic_otel.emit.tenants import ActiveTenants
 
 METRICS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference" / "metrics.md"
 
@@ -46,6 +49,11 @@ def test_prometheus_names_match_the_real_exporter() -> None:
             instrument.record(1.0, {"tenant.id": "t"})
         else:
             instrument.add(1, {"tenant.id": "t"})
+    # The per-tenant counters are observable, reporting a store's totals.
+    store = TenantCounters(ActiveTenants(), detail_cap=4)
+    tenant_counters.register(store, meter, provider)
+    for spec in tenant_counters.TENANT_COUNTERS:
+        store.add(spec.name, "t", {"tenant.id": "t"}, 1)
     # The SDK setup's own counter (``configure_telemetry`` observes its span processors).
     spec = semconv.DROPPED_SPANS
     meter.create_counter(spec.name, unit=spec.unit).add(1, {"tenant.id": "t"})

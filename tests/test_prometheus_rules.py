@@ -24,6 +24,7 @@ RULE_TESTS = PROM_DIR / "symfonic-rules.test.yml"
 CONFIG = PROM_DIR / "prometheus.yml"
 AGENT_CONFIG = PROM_DIR / "prometheus-agent.yml"
 CENTRAL_CONFIG = PROM_DIR / "prometheus-central.yml"
+COLLECTOR_CONFIG = PROM_DIR / "prometheus-collector.yml"
 ALERTMANAGER = DASHBOARDS / "alertmanager" / "alertmanager.yml"
 COLLECTOR = DASHBOARDS / "collector" / "otel-collector.yaml"
 DOCS = ROOT / "docs"
@@ -100,7 +101,7 @@ def test_promtool_test_rules() -> None:
     assert "SUCCESS" in result.stdout
 
 
-@pytest.mark.parametrize("config", [CONFIG, CENTRAL_CONFIG], ids=lambda p: p.name)
+@pytest.mark.parametrize("config", [CONFIG, CENTRAL_CONFIG, COLLECTOR_CONFIG], ids=lambda p: p.name)
 def test_promtool_check_config(config: Path) -> None:
     result = promtool("check", "config", config.name)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -303,7 +304,7 @@ def test_runbook_threshold_table_lists_every_alert() -> None:
 # --- the example configurations ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("config", [CONFIG, CENTRAL_CONFIG], ids=lambda p: p.name)
+@pytest.mark.parametrize("config", [CONFIG, CENTRAL_CONFIG, COLLECTOR_CONFIG], ids=lambda p: p.name)
 def test_server_configs_load_the_rules_by_relative_path_and_alert(config: Path) -> None:
     parsed = yaml.safe_load(config.read_text())
     assert parsed["rule_files"] == ["symfonic-rules.yml"]
@@ -311,6 +312,31 @@ def test_server_configs_load_the_rules_by_relative_path_and_alert(config: Path) 
         assert (config.parent / rule_file).is_file(), rule_file
     targets = parsed["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
     assert targets and all(target.endswith(":9093") for target in targets)
+
+
+def _targets(config: Path) -> list[str]:
+    parsed = yaml.safe_load(config.read_text())
+    return [
+        target
+        for job in parsed["scrape_configs"]
+        for static in job.get("static_configs", [])
+        for target in static["targets"]
+    ]
+
+
+def test_the_local_config_scrapes_only_what_runs_on_this_host() -> None:
+    """A fresh local Prometheus shows no target that is down by construction."""
+    targets = _targets(CONFIG)
+    assert targets == ["127.0.0.1:9464"]  # the agent's (and the demo's) documented port
+
+
+def test_the_collector_config_scrapes_the_collectors_prometheus_exporter() -> None:
+    collector = yaml.safe_load(COLLECTOR.read_text())
+    port = collector["exporters"]["prometheus"]["endpoint"].rsplit(":", 1)[1]
+    parsed = yaml.safe_load(COLLECTOR_CONFIG.read_text())
+    (job,) = parsed["scrape_configs"]
+    assert job["honor_labels"] is True  # workers stay distinct series
+    assert [target.rsplit(":", 1)[1] for target in _targets(COLLECTOR_CONFIG)] == [port]
 
 
 def test_agent_config_scrapes_and_remote_writes_to_the_central_server() -> None:

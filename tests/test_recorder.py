@@ -102,12 +102,19 @@ def test_counter_series_are_bounded_and_applied_inline_past_the_cap() -> None:
 
 
 def _delta_telemetry() -> tuple[Any, Any]:
-    from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider, UpDownCounter
+    from opentelemetry.sdk.metrics import (
+        Counter,
+        Histogram,
+        MeterProvider,
+        ObservableCounter,
+        UpDownCounter,
+    )
     from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
 
     reader = InMemoryMetricReader(
         preferred_temporality={
             Counter: AggregationTemporality.DELTA,
+            ObservableCounter: AggregationTemporality.DELTA,  # the per-tenant counters
             UpDownCounter: AggregationTemporality.DELTA,
             Histogram: AggregationTemporality.DELTA,
         }

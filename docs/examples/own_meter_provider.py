@@ -12,5 +12,5 @@ provider = MeterProvider(metric_readers=[reader], views=[cardinality_view(limit)
 
 support = OTelCallbackHandler(meter_provider=provider, agent_name="support", max_tenants=500)
 billing = OTelCallbackHandler(meter_provider=provider, agent_name="billing", max_tenants=500)
-print(limit)  # 16048
+print(limit)  # 25100
 provider.shutdown()

@@ -16,7 +16,7 @@ from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.core.call_inputs import span_attributes
+from symfonic_otel.core.call_attributes import span_attributes
 from symfonic_otel.core.handler_core import (
     EMPTY_CONTEXT,
     MALFORMED,

@@ -15,11 +15,11 @@ from opentelemetry.context import Context
 
 from symfonic_otel.core.runs import OpenRun, RunRegistry
 from symfonic_otel.core.steps import OpenCall, OpenCalls
-from symfonic_otel.emit.labels import BoundedLabels
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.models import ModelCatalogue
 from symfonic_otel.emit.spans import SpanEmitter
 from symfonic_otel.emit.tenancy import resolve_tenant
+from symfonic_otel.emit.tenants import ActiveTenants
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.read import extract as ex
 from symfonic_otel.read.sanitise import run_key
@@ -41,7 +41,7 @@ class HandlerCore:
     runs: RunRegistry
     calls: OpenCalls
     failures: FailureLog
-    tenants: BoundedLabels
+    tenants: ActiveTenants
     tenant_default: str | None
     tenant_from_baggage: bool
     max_run_ms: float

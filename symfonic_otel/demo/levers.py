@@ -6,8 +6,10 @@ as one line.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from symfonic_otel import semconv
@@ -16,8 +18,11 @@ from symfonic_otel.emit.tenancy import sanitise_tenant
 
 __all__ = [
     "DEFAULT_NOISY",
+    "LOST_RUN_EVERY",
     "MAX_TENANTS",
+    "RETRIED_END_EVERY",
     "TENANT_NAMES",
+    "Faults",
     "NoisyClock",
     "noisy_tenants",
     "tenant_names",
@@ -27,6 +32,8 @@ TENANT_NAMES: Final = ("acme", "globex", "initech", "umbrella", "hooli", "stark"
 MAX_TENANTS: Final = 1000
 # Without --noisy: globex, when it is one of the tenants, bails several times as often as the rest.
 DEFAULT_NOISY: Final[Mapping[str, NoisyKind]] = {"globex": "silent_bail"}
+LOST_RUN_EVERY: Final = 60  # with --faults: one run in ~60 starts on a worker that "crashes"
+RETRIED_END_EVERY: Final = 40  # with --faults: one run in ~40 has its AgentEnd delivered twice
 _RESERVED: Final = frozenset({semconv.TENANT_UNKNOWN, semconv.OVERFLOW_VALUE, semconv.OTHER_VALUE})
 
 
@@ -92,3 +99,25 @@ class NoisyClock:
 
     def __call__(self) -> bool:
         return self._until is None or time.monotonic() < self._until
+
+
+@dataclass(frozen=True)
+class Faults:
+    """``--faults``: telemetry-health faults on top of the scenario mix, off by default.
+
+    On, some workers die mid-run (their AgentEnd never arrives: orphaned runs, closed as
+    abandoned) and some emitters deliver AgentEnd twice (the duplicate is a dropped event), as
+    in a real fleet. Off, the default mix fires one alert only, the silent-bail page it is there
+    to show, instead of telemetry-health alerts that read as a fault of the demo.
+    """
+
+    enabled: bool = False
+
+    def draw(self, rng: random.Random) -> tuple[bool, bool]:
+        """(lost worker, retried end) for one run.
+
+        Drawn whether on or off, so one seed plans the same runs with and without faults.
+        """
+        lost = rng.randrange(LOST_RUN_EVERY) == 0
+        retried = rng.randrange(RETRIED_END_EVERY) == 0
+        return lost and self.enabled, retried and self.enabled

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from symfonic_otel import semconv
 
 if TYPE_CHECKING:
-    from symfonic_otel.demo.report import MetricView
+    from symfonic_otel.demo.metric_view import MetricView
 
 __all__ = ["RunContext", "count_notes"]
 

@@ -16,7 +16,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, quiet_logs
-from symfonic_otel.demo.levers import NoisyClock, noisy_tenants, tenant_names
+from symfonic_otel.demo.levers import (
+    LOST_RUN_EVERY,
+    RETRIED_END_EVERY,
+    Faults,
+    NoisyClock,
+    noisy_tenants,
+    tenant_names,
+)
 from symfonic_otel.demo.notes import RunContext
 from symfonic_otel.demo.report import RunSpanSampler, render_summary
 from symfonic_otel.demo.scenarios import NoisyKind
@@ -36,9 +43,10 @@ SHUTDOWN_AFTER_FAILURE_MS = 300
 WARM_UP_RUNS = 40
 SAMPLE_SCAN_RUNS = 5_000  # with --duration: how far ahead to look for a run worth showing
 BAIL_SCENARIOS = frozenset({"loop_cut", "iteration_cap", "empty_completion"})
-# Runs that "lost their worker" are closed as abandoned after this long, so the orphan counter
-# moves while the demo is still serving metrics.
+# With --faults, runs that "lost their worker" are closed as abandoned after this long, so the
+# orphan counter moves while the demo is still serving metrics.
 DEMO_RUN_TTL_S = 5.0
+QUIET_RUN_TTL_S = 3600.0  # without --faults: the handler's own default
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,8 @@ class DemoOptions:
     """(tenant, kind) pairs; ``None``: globex bails (when it is a tenant); ``()``: none noisy."""
     noisy_for_s: float | None = None
     """With ``duration_s``: noisy tenants turn ordinary after this long."""
+    faults: bool = False
+    """Also simulate lost workers and retried end events (see ``levers.Faults``)."""
 
     def __post_init__(self) -> None:
         _whole("--runs", self.runs, minimum=1)
@@ -129,7 +139,9 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
             tracer_provider=telemetry.tracer_provider,
             meter_provider=telemetry.meter_provider,
             agent_name=AGENT_NAME,
-            run_ttl_s=DEMO_RUN_TTL_S,
+            # Only lost workers need closing while the demo serves metrics; without them a
+            # short TTL would turn a run slowed by a loaded machine into a false orphan.
+            run_ttl_s=DEMO_RUN_TTL_S if options.faults else QUIET_RUN_TTL_S,
         )
         if telemetry.prometheus_port is not None:
             progress_console.print(
@@ -138,13 +150,23 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
         names = tenant_names(options.tenants)
         noisy = noisy_tenants(options.noisy, names)
         clock = NoisyClock(options.noisy_for_s)
-        runs = plan_runs(options.seed, names, noisy, clock)
+        faults = Faults(options.faults)
+        runs = plan_runs(options.seed, names, noisy, clock, faults)
         if noisy:
             until = "" if options.noisy_for_s is None else f" for {options.noisy_for_s:g} s"
             kinds = ", ".join(f"{tenant} ({kind})" for tenant, kind in noisy.items())
             progress_console.print(f"Noisy tenants{until}: {kinds}")
+        if options.faults:
+            progress_console.print(
+                f"Simulated faults: about 1 run in {LOST_RUN_EVERY} loses its worker, "
+                f"1 in {RETRIED_END_EVERY} has its end event sent twice"
+            )
         sampler.candidates = _sample_candidates(
-            options.seed, names, noisy, options.runs if options.duration_s is None else None
+            options.seed,
+            names,
+            noisy,
+            options.runs if options.duration_s is None else None,
+            faults,
         )
         interrupted = False
         # Ctrl-C may land anywhere from here on (warm-up included): always flush and summarise.
@@ -244,7 +266,11 @@ def _finish(
 
 
 def _sample_candidates(
-    seed: int, names: list[str], noisy: Mapping[str, NoisyKind], runs: int | None
+    seed: int,
+    names: list[str],
+    noisy: Mapping[str, NoisyKind],
+    runs: int | None,
+    faults: Faults,
 ) -> dict[str, str]:
     """Runs whose trace is worth showing, best first, among the runs this demo will make.
 
@@ -254,7 +280,8 @@ def _sample_candidates(
     best: dict[str, str] = {}
     bail: dict[str, str] = {}
     first: dict[str, str] = {}
-    for run in itertools.islice(plan_runs(seed, names, noisy), runs or SAMPLE_SCAN_RUNS):
+    scan = SAMPLE_SCAN_RUNS if runs is None else min(runs, SAMPLE_SCAN_RUNS)
+    for run in itertools.islice(plan_runs(seed, names, noisy, faults=faults), scan):
         plan = run.plan
         if run.plan.cancel_after_s is not None:
             continue

@@ -284,8 +284,10 @@ def _weights(
 # The ordinary mix (weights sum to 100, so each is a percentage) keeps every tenant well below
 # every alert threshold: 1 % silent bails, 0.35 % empty answers, 0.8 % errors, 0.7 % answers
 # cut at max_tokens, 2 % fabrication refusals. Each noisy mix raises one failure far above its
-# threshold and leaves the others ordinary: silent_bail 58 % bails (36 % of runs left empty),
-# errors 29 % provider errors, truncation 29 % answers cut at max_tokens.
+# threshold and leaves the others ordinary: silent_bail 58 % bails, nearly all of them recovered
+# by synthesis (2.4 % of runs left empty, under the 5 % empty-answer alert: the answers look
+# fine, only the silent-bail page tells), errors 29 % provider errors, truncation 29 % answers
+# cut at max_tokens.
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("answer", _answer, _weights(48, silent_bail=10)),
     Scenario("tool_round_trip", _tool_round_trip, _weights(34, silent_bail=10)),
@@ -293,23 +295,23 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "loop_cut_synthesis_recovered",
         lambda r, t: _loop_cut(r, t, synthesize=True, recovers=True),
-        _weights(0.1, silent_bail=10),
+        _weights(0.1, silent_bail=24),
     ),
     Scenario(
         "loop_cut_unrecovered",
         lambda r, t: _loop_cut(r, t, synthesize=False, recovers=False),
-        _weights(0.04, silent_bail=12),
+        _weights(0.04, silent_bail=0.8),
     ),
-    Scenario("iteration_cap", _iteration_cap, _weights(0.03, silent_bail=10)),
+    Scenario("iteration_cap", _iteration_cap, _weights(0.03, silent_bail=0.7)),
     Scenario(
         "empty_recovered",
         lambda r, t: _empty_completion(r, t, synthesize=True, recovers=True),
-        _weights(0.08, silent_bail=8),
+        _weights(0.08, silent_bail=22),
     ),
     Scenario(
         "empty_unrecovered",
         lambda r, t: _empty_completion(r, t, synthesize=True, recovers=False),
-        _weights(0.03, silent_bail=8),
+        _weights(0.03, silent_bail=0.5),
     ),
     Scenario("fabrication_observe", lambda r, t: _fabrication(r, t, mode="observe"), _weights(4)),
     Scenario("fabrication_revise", lambda r, t: _fabrication(r, t, mode="revise"), _weights(3)),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from symfonic_otel.agent import ReactAgent
-from symfonic_otel.demo.levers import noisy_tenants
+from symfonic_otel.demo.levers import Faults, noisy_tenants
 from symfonic_otel.demo.scenarios import (
     TOOLS,
     Behaviour,
@@ -27,8 +28,6 @@ from symfonic_otel.testing.scripted import ScriptedChatModel
 __all__ = ["PlannedRun", "Traffic", "plan_runs"]
 
 AGENT_NAME = "support"
-LOST_RUN_EVERY = 60  # one run in ~60 starts on a worker that "crashes": its end never arrives
-RETRIED_END_EVERY = 40  # one run in ~40 has its AgentEnd delivered twice by a retrying emitter
 
 
 @dataclass(frozen=True)
@@ -47,29 +46,33 @@ def plan_runs(
     tenant_names: list[str],
     noisy: Mapping[str, NoisyKind] | None = None,
     misbehaving: Callable[[], bool] = lambda: True,
+    faults: Faults | None = None,
 ) -> Iterator[PlannedRun]:
     """An endless, reproducible sequence of runs: same seed (and noisy period), same runs.
 
     ``noisy`` maps tenants to how they misbehave (``None``: the default, globex bailing);
     ``misbehaving()`` is asked as each run is planned: once it says no, noisy tenants draw from
-    the ordinary mix, so their alerts can resolve.
+    the ordinary mix, so their alerts can resolve. ``faults`` adds lost workers and retried
+    ends (see ``levers.Faults``).
     """
     rng = random.Random(seed)
     kinds = noisy_tenants(None, tenant_names) if noisy is None else dict(noisy)
+    faults = faults or Faults()
     index = 0
     while True:
         tenant = rng.choice(tenant_names)
         kind = kinds.get(tenant)
         behaviour: Behaviour = kind if kind is not None and misbehaving() else "ordinary"
         plan = pick_scenario(rng, behaviour).build(rng, tenant)
+        lost_worker, retried_end = faults.draw(rng)
         yield PlannedRun(
             index=index,
             run_id=f"demo-{seed}-{index:06d}",
             tenant=tenant,
             behaviour=behaviour,
             plan=plan,
-            lost_worker=rng.randrange(LOST_RUN_EVERY) == 0,
-            retried_end=rng.randrange(RETRIED_END_EVERY) == 0,
+            lost_worker=lost_worker,
+            retried_end=retried_end,
         )
         index += 1
 
@@ -92,16 +95,21 @@ class Traffic:
         self.cancelled = 0
 
     async def run_count(self, runs: Iterator[PlannedRun], count: int) -> None:
-        """Run ``count`` runs, ``concurrency`` at a time."""
-        gate = asyncio.Semaphore(self.concurrency)
+        """Run ``count`` runs, ``concurrency`` at a time, each planned when a worker is free.
 
-        async def gated(run: PlannedRun) -> None:
-            async with gate:
+        A fixed pool of workers pulls from one iterator, so neither memory nor the time a
+        Ctrl-C takes to cancel grows with ``count``: at most ``concurrency`` runs exist at once.
+        """
+        planned = itertools.islice(runs, count)
+
+        async def worker() -> None:
+            # ``next`` is synchronous, so workers on one event loop never race for a run.
+            for run in planned:
                 await self.one(run)
 
         async with asyncio.TaskGroup() as group:
-            for _, run in zip(range(count), runs, strict=False):
-                group.create_task(gated(run))
+            for _ in range(min(self.concurrency, count)):
+                group.create_task(worker())
 
     async def run_for(self, runs: Iterator[PlannedRun], seconds: float, rate: float) -> None:
         """Start runs at a steady ``rate`` per second for ``seconds``."""

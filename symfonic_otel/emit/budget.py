@@ -6,17 +6,19 @@ unless configured) and folds every further set into one series labelled
 silent-bail ratio and never pages. So the handler bounds its own attribute sets and the SDK limit
 is set above that bound:
 
-* every tenant (up to ``max_tenants``, plus ``unknown`` and ``__overflow__``) has a fixed number
-  of *coarse* sets on each instrument: the product of that instrument's small closed label sets
-  (outcome, termination reason, token type...), with open labels (model, node, provider, error
-  type) read ``_OTHER``;
-* *detailed* sets (a real model, node, provider or error type) come from a pool per instrument,
-  first come, first served; once the pool is spent, a new detailed set folds into its tenant's
-  coarse set, so the call is still counted for its tenant.
+* only the per-tenant counters carry ``tenant.id``. Every active tenant (up to ``max_tenants``,
+  plus ``unknown`` and ``__overflow__``) has a fixed number of *coarse* sets on each: the
+  product of its small closed label sets (outcome, termination reason, token type...), with open
+  labels (model, node, pass-through stop reason) read ``_OTHER``; and up to
+  ``TENANT_DETAIL_SETS`` *detailed* sets (a real model or node) of its own, past which a new
+  detailed set folds into its coarse set, so the count still lands on its tenant;
+* histograms carry no tenant by default: coarse sets (operations x succeeded / failed...) plus
+  a pool of detailed sets per instrument, first come, first served. With
+  ``tenant_histograms=True`` each tenant gets the coarse sets and the pool is shared by all.
 
 ``series_budget(max_tenants)`` is the resulting worst case per instrument for one handler (one
-agent name); ``configure_telemetry`` sets ``CARDINALITY_LIMIT`` on this package's meter, which
-covers several default handlers. With a MeterProvider of your own, add ``cardinality_view()``.
+agent name); ``configure_telemetry`` sets ``CARDINALITY_LIMIT`` on this package's meter. With a
+MeterProvider of your own, add ``cardinality_view()``.
 """
 
 from __future__ import annotations
@@ -30,46 +32,60 @@ from symfonic_otel import semconv
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.view import View
 
-# Detailed attribute sets per pooled instrument (shared by all tenants of a handler).
+# Detailed histogram attribute sets per pooled instrument (shared by all tenants of a handler).
 DETAIL_POOL: Final = 1_000
-# Distinct pass-through stop reasons (beyond the known ones), and their (tenant, value) sets.
+# Detailed sets (a real model, node or pass-through stop reason) per tenant and per-tenant
+# counter; more fold into the tenant's ``_OTHER`` sets.
+TENANT_DETAIL_SETS: Final = 16
+# Distinct pass-through stop reasons (beyond the known ones).
 MAX_PASSTHROUGH_STOP_REASONS: Final = 16
-STOP_REASON_POOL: Final = 500
 MAX_ERROR_TYPES: Final = 64
-# What ``configure_telemetry`` allows each instrument of this package's meter: five handlers at
-# the default ``max_tenants`` fit, or one handler with about 10,000 tenants. The handler's own
-# budgets are the real bound; this only has to sit above them.
-CARDINALITY_LIMIT: Final = 100_000
+DEFAULT_MAX_TENANTS: Final = 10_000
+# What ``configure_telemetry`` allows each instrument of this package's meter. One handler at the
+# default 10,000 active tenants needs at most 250,050 sets on its largest instrument. The SDK
+# also counts, against this limit, the sets of tenants that left (it keeps an observable
+# counter's state for every set it was ever given), so the limit sits well above the budget.
+CARDINALITY_LIMIT: Final = 2_000_000
 
-# Coarse attribute sets per tenant, per instrument (the closed label sets multiplied out).
+# Coarse attribute sets per tenant, per per-tenant counter (the closed label sets multiplied out).
 PER_TENANT: Final[Mapping[str, int]] = {
     # completed x {empty, not empty, unknown}, completed and paused, error, cancelled,
     # abandoned, _OTHER
     semconv.AGENT_RUNS.name: 8,
-    semconv.AGENT_DURATION.name: 5,  # completed, error, cancelled, abandoned, _OTHER
     semconv.SILENT_BAILS.name: 3,  # the two termination reasons, _OTHER
-    semconv.SYNTHESIS_FALLBACKS.name: 2,  # recovered true / false
+    semconv.SYNTHESIS_FALLBACKS.name: 2,  # recovered true / false, model _OTHER
+    semconv.LLM_COST.name: 2,  # pricing known / unknown, model and node _OTHER
+    semconv.LLM_TOKENS.name: 2,  # input / output, model _OTHER
+    semconv.FABRICATION_DETECTIONS.name: 10,  # the 9 (mode, action) pairs, (_OTHER, _OTHER)
+    semconv.STOP_REASONS.name: len(semconv.STOP_REASON_VALUES) + 1,  # + _OTHER
+}
+# Per-tenant counters whose tenants also hold up to TENANT_DETAIL_SETS detailed sets.
+TENANT_DETAILED: Final = frozenset(
+    {
+        semconv.SYNTHESIS_FALLBACKS.name,
+        semconv.LLM_COST.name,
+        semconv.LLM_TOKENS.name,
+        semconv.STOP_REASONS.name,
+    }
+)
+# Histograms: coarse sets (per tenant with tenant_histograms=True) and their detail pools.
+HISTOGRAM_COARSE: Final[Mapping[str, int]] = {
+    semconv.AGENT_DURATION.name: 5,  # completed, error, cancelled, abandoned, _OTHER
     semconv.REACT_ITERATIONS.name: 1,
     # The model operations (chat, text_completion, embeddings) x (succeeded, failed)
     semconv.CLIENT_OPERATION_DURATION.name: 2 * len(semconv.MODEL_OPERATIONS),
     semconv.CLIENT_TOKEN_USAGE.name: 4 * len(semconv.MODEL_OPERATIONS),  # x (input, output)
     semconv.CLIENT_TIME_TO_FIRST_CHUNK.name: len(semconv.MODEL_OPERATIONS),
     semconv.EXECUTE_TOOL_DURATION.name: 2,  # succeeded, failed
-    semconv.LLM_COST.name: 2,  # pricing known / unknown
-    semconv.FABRICATION_DETECTIONS.name: 10,  # the 9 (mode, action) pairs, (_OTHER, _OTHER)
-    semconv.STOP_REASONS.name: len(semconv.STOP_REASON_VALUES) + 1,  # + _OTHER
 }
 POOLED: Final[Mapping[str, int]] = {
-    semconv.SYNTHESIS_FALLBACKS.name: DETAIL_POOL,
     semconv.CLIENT_OPERATION_DURATION.name: DETAIL_POOL,
     semconv.CLIENT_TOKEN_USAGE.name: 2 * DETAIL_POOL,  # the operation's sets x 2 token types
     # Time to first chunk shares the operation's pool: its sets are those of successful calls.
     semconv.CLIENT_TIME_TO_FIRST_CHUNK.name: DETAIL_POOL,
     semconv.EXECUTE_TOOL_DURATION.name: DETAIL_POOL,
-    semconv.LLM_COST.name: DETAIL_POOL,
-    semconv.STOP_REASONS.name: STOP_REASON_POOL,
 }
-# Instruments without a tenant label.
+# Instruments without a tenant label, whatever the options.
 FIXED: Final[Mapping[str, int]] = {
     semconv.ACTIVE_RUNS.name: 1,
     semconv.ORPHANED_RUNS.name: 1,
@@ -80,21 +96,33 @@ FIXED: Final[Mapping[str, int]] = {
 
 
 def tenant_values(max_tenants: int) -> int:
-    """Distinct tenant label values: the admitted ones plus ``unknown`` and ``__overflow__``."""
+    """Distinct tenant label values at once: the active ones plus ``unknown``, ``__overflow__``."""
     return max_tenants + 2
 
 
-def series_budget(max_tenants: int = 500) -> dict[str, int]:
+def per_tenant_sets(name: str) -> int:
+    """Worst-case sets one tenant holds on the per-tenant counter ``name``."""
+    return PER_TENANT[name] + (TENANT_DETAIL_SETS if name in TENANT_DETAILED else 0)
+
+
+def series_budget(
+    max_tenants: int = DEFAULT_MAX_TENANTS, tenant_histograms: bool = False
+) -> dict[str, int]:
     """Worst-case attribute sets per instrument for one handler with ``max_tenants``."""
     tenants = tenant_values(max_tenants)
-    budget = {name: count * tenants + POOLED.get(name, 0) for name, count in PER_TENANT.items()}
+    budget = {name: per_tenant_sets(name) * tenants for name in PER_TENANT}
+    scale = tenants if tenant_histograms else 1
+    for name, coarse in HISTOGRAM_COARSE.items():
+        budget[name] = coarse * scale + POOLED.get(name, 0)
     budget.update(FIXED)
     return budget
 
 
-def required_cardinality_limit(max_tenants: int = 500, handlers: int = 1) -> int:
+def required_cardinality_limit(
+    max_tenants: int = DEFAULT_MAX_TENANTS, handlers: int = 1, tenant_histograms: bool = False
+) -> int:
     """The SDK cardinality limit that ``handlers`` handlers on one MeterProvider need."""
-    return max(series_budget(max_tenants).values()) * handlers
+    return max(series_budget(max_tenants, tenant_histograms).values()) * handlers
 
 
 def cardinality_view(limit: int = CARDINALITY_LIMIT) -> View:

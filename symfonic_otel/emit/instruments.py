@@ -1,4 +1,8 @@
-"""Instrument factory: every metric instrument built in one place from the names module."""
+"""Instrument factory: the synchronous instruments, built in one place from the names module.
+
+The per-tenant counters are observable counters, created once per MeterProvider by
+``tenant_counters`` (so a tenant that leaves can be forgotten).
+"""
 
 from __future__ import annotations
 
@@ -29,40 +33,28 @@ def _histogram(meter: Meter, spec: InstrumentSpec) -> Histogram:
 
 @dataclass(frozen=True, slots=True)
 class Instruments:
-    agent_runs: Counter
     agent_duration: Histogram
     active_runs: UpDownCounter
-    silent_bails: Counter
-    synthesis_fallbacks: Counter
     react_iterations: Histogram
     operation_duration: Histogram
     token_usage: Histogram
-    llm_cost: Counter
-    fabrication_detections: Counter
     fabrication_confidence: Histogram
     orphaned_runs: Counter
     dropped_events: Counter
-    stop_reasons: Counter
     time_to_first_chunk: Histogram
     tool_duration: Histogram
 
     @classmethod
     def create(cls, meter: Meter) -> Instruments:
         return cls(
-            agent_runs=_counter(meter, semconv.AGENT_RUNS),
             agent_duration=_histogram(meter, semconv.AGENT_DURATION),
             active_runs=_updown(meter, semconv.ACTIVE_RUNS),
-            silent_bails=_counter(meter, semconv.SILENT_BAILS),
-            synthesis_fallbacks=_counter(meter, semconv.SYNTHESIS_FALLBACKS),
             react_iterations=_histogram(meter, semconv.REACT_ITERATIONS),
             operation_duration=_histogram(meter, semconv.CLIENT_OPERATION_DURATION),
             token_usage=_histogram(meter, semconv.CLIENT_TOKEN_USAGE),
-            llm_cost=_counter(meter, semconv.LLM_COST),
-            fabrication_detections=_counter(meter, semconv.FABRICATION_DETECTIONS),
             fabrication_confidence=_histogram(meter, semconv.FABRICATION_CONFIDENCE),
             orphaned_runs=_counter(meter, semconv.ORPHANED_RUNS),
             dropped_events=_counter(meter, semconv.DROPPED_EVENTS),
-            stop_reasons=_counter(meter, semconv.STOP_REASONS),
             time_to_first_chunk=_histogram(meter, semconv.CLIENT_TIME_TO_FIRST_CHUNK),
             tool_duration=_histogram(meter, semconv.EXECUTE_TOOL_DURATION),
         )

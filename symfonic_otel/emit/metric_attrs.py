@@ -31,15 +31,16 @@ class AgentAttrs:
             attrs[semconv.RUN_PAUSED] = True
         return attrs
 
-    def duration(self, tenant: str, outcome: str) -> dict[str, Any]:
-        return {
-            semconv.TENANT_ID: tenant,
-            semconv.GEN_AI_AGENT_NAME: self.agent,
-            semconv.RUN_OUTCOME: outcome,
-        }
+    def duration(self, tenant: str | None, outcome: str) -> dict[str, Any]:
+        attrs = _tenant(tenant)
+        attrs[semconv.GEN_AI_AGENT_NAME] = self.agent
+        attrs[semconv.RUN_OUTCOME] = outcome
+        return attrs
 
-    def iterations(self, tenant: str) -> dict[str, Any]:
-        return {semconv.TENANT_ID: tenant, semconv.GEN_AI_AGENT_NAME: self.agent}
+    def iterations(self, tenant: str | None) -> dict[str, Any]:
+        attrs = _tenant(tenant)
+        attrs[semconv.GEN_AI_AGENT_NAME] = self.agent
+        return attrs
 
     def bail(self, tenant: str, reason: str) -> dict[str, Any]:
         return {
@@ -55,19 +56,24 @@ class AgentAttrs:
             semconv.RUN_STOP_REASON: stop,
         }
 
-    def tool(self, tenant: str, tool: str, error: str | None) -> dict[str, Any]:
+    def tool(self, tenant: str | None, tool: str, error: str | None) -> dict[str, Any]:
         attrs: dict[str, Any] = {
             semconv.GEN_AI_TOOL_NAME: tool,
             semconv.GEN_AI_AGENT_NAME: self.agent,
-            semconv.TENANT_ID: tenant,
         }
+        if tenant is not None:  # histograms carry the tenant only with tenant_histograms=True
+            attrs[semconv.TENANT_ID] = tenant
         if error is not None:
             attrs[semconv.ERROR_TYPE] = error
         return attrs
 
 
+def _tenant(tenant: str | None) -> dict[str, Any]:
+    return {} if tenant is None else {semconv.TENANT_ID: tenant}
+
+
 def fabrication(tenant: str | None, mode: str, action: str) -> dict[str, Any]:
-    attrs: dict[str, Any] = {} if tenant is None else {semconv.TENANT_ID: tenant}
+    attrs = _tenant(tenant)
     attrs[semconv.FABRICATION_MODE] = mode
     attrs[semconv.FABRICATION_ACTION] = action
     return attrs
@@ -78,14 +84,15 @@ def drop(event_kind: str, reason: str) -> dict[str, Any]:
 
 
 def operation(
-    tenant: str, op: str, model: str, node: str, provider: str | None, error: str | None
+    tenant: str | None, op: str, model: str, node: str, provider: str | None, error: str | None
 ) -> dict[str, Any]:
     attrs: dict[str, Any] = {semconv.GEN_AI_OPERATION_NAME: op}
     if provider is not None:
         attrs[semconv.GEN_AI_PROVIDER_NAME] = provider
     attrs[semconv.GEN_AI_REQUEST_MODEL] = model
     attrs[semconv.NODE_NAME] = node
-    attrs[semconv.TENANT_ID] = tenant
+    if tenant is not None:
+        attrs[semconv.TENANT_ID] = tenant
     if error is not None:
         attrs[semconv.ERROR_TYPE] = error
     return attrs
@@ -109,4 +116,12 @@ def synthesis(tenant: str, model: str, recovered: bool) -> dict[str, Any]:
         semconv.TENANT_ID: tenant,
         semconv.GEN_AI_REQUEST_MODEL: model,
         semconv.SYNTHESIS_RECOVERED: recovered,
+    }
+
+
+def tenant_tokens(tenant: str, model: str, token_type: str) -> dict[str, Any]:
+    return {
+        semconv.TENANT_ID: tenant,
+        semconv.GEN_AI_REQUEST_MODEL: model,
+        semconv.GEN_AI_TOKEN_TYPE: token_type,
     }

@@ -1,33 +1,42 @@
 """Metric emitter: records of runs and calls -> measurements, inside the series budget.
 
+Only the counters the silent-bail page and the per-tenant panels need carry ``tenant.id``
+(runs, silent bails, synthesis fallbacks, stop reasons, cost, tokens, fabrication actions);
+they are kept per tenant in ``TenantCounters`` and forgotten when the tenant goes idle.
+Histograms carry model, operation, node and error type, not the tenant, unless the handler was
+built with ``tenant_histograms=True``; their exemplars still lead to a trace naming the tenant.
+
 Everything a label can be built from is bounded here: open label values (model, node, provider,
-error type, pass-through stop reasons) are capped per value, and detailed attribute sets are
-capped per instrument by a ``DetailPool``; past either cap a value folds into ``_OTHER`` while
-the tenant label stays, so each call is still counted for its tenant (see ``budget``). When a
-tenant is first seen, its counter series are created at zero, so Prometheus' ``rate()`` counts
-its first real increment and a tenant without bails reads 0 rather than nothing.
+error type, pass-through stop reasons) are capped per value; detailed histogram sets are capped
+per instrument by a ``DetailPool`` and detailed per-tenant counter sets per tenant. Past a cap
+a value folds into ``_OTHER`` while the tenant label stays, so each call is still counted for
+its tenant (see ``budget``). When a tenant takes a slot, the few counter series the shipped
+alerts divide by are created at zero, so ``increase()`` counts its first bail and a tenant
+without bails reads 0 rather than nothing.
 """
 
 from __future__ import annotations
 
-import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
-from opentelemetry.metrics import Meter
+from opentelemetry.metrics import Meter, MeterProvider
 
 from symfonic_otel import semconv
-from symfonic_otel.emit import metric_attrs
+from symfonic_otel.emit import metric_attrs, tenant_counters
 from symfonic_otel.emit.budget import (
     DETAIL_POOL,
     MAX_ERROR_TYPES,
     MAX_PASSTHROUGH_STOP_REASONS,
-    STOP_REASON_POOL,
+    TENANT_DETAIL_SETS,
     DetailPool,
 )
 from symfonic_otel.emit.instruments import Instruments
 from symfonic_otel.emit.labels import BoundedLabels
 from symfonic_otel.emit.recorder import DeferredRecorder, SpanLink, recorder_for
+from symfonic_otel.emit.tenant_counters import TenantCounters
+from symfonic_otel.emit.tenants import ActiveTenants
 from symfonic_otel.read.sanitise import clean_label
 
 OTHER: Final = semconv.OTHER_VALUE
@@ -51,21 +60,22 @@ FABRICATION_PAIRS: Final = frozenset(
     }
 )
 _KNOWN_STOP_REASONS: Final = frozenset(semconv.STOP_REASON_VALUES)
-# Series created at zero for a new tenant: runs by outcome (and empty flag), silent bails by
-# termination reason, run exits by stop reason, and the fabrication action of each check mode.
-_SEEDED_RUNS: Final[tuple[tuple[str, bool | None], ...]] = (  # not paused
+# Series created at zero when a tenant takes a slot: the numerators and denominators of the
+# shipped alerts (silent-bail, empty-answer and error ratios; truncation and refusal ratios).
+# Other series appear with their first count.
+SEEDED_RUNS: Final[tuple[tuple[str, bool | None], ...]] = (
     ("completed", False),
     ("completed", True),
-    ("completed", None),
     ("error", None),
-    ("cancelled", None),
-    ("abandoned", None),
 )
-_SEEDED_FABRICATION: Final = (
-    ("observe", "observed"),
-    ("revise", "revise_forced"),
-    ("refuse", "refuse_replaced"),
-)
+SEEDED_STOP_REASONS: Final = ("end_turn", "max_tokens", "refusal")
+_RUNS: Final = semconv.AGENT_RUNS.name
+_BAILS: Final = semconv.SILENT_BAILS.name
+_STOPS: Final = semconv.STOP_REASONS.name
+_COST: Final = semconv.LLM_COST.name
+_TOKENS: Final = semconv.LLM_TOKENS.name
+_SYNTHESIS: Final = semconv.SYNTHESIS_FALLBACKS.name
+_FABRICATION: Final = semconv.FABRICATION_DETECTIONS.name
 
 
 def _label_or_other(raw: object) -> str:
@@ -73,13 +83,28 @@ def _label_or_other(raw: object) -> str:
 
 
 class MetricEmitter:
-    """One handler's measurements: bounded labels, cached attribute sets, zero-seeded tenants."""
+    """One handler's measurements: bounded labels, cached attribute sets, per-tenant counters."""
 
-    def __init__(self, meter: Meter, agent_name: str) -> None:
+    def __init__(
+        self,
+        meter: Meter,
+        agent_name: str,
+        tenants: ActiveTenants | None = None,
+        *,
+        meter_provider: MeterProvider | None = None,
+        tenant_histograms: bool = False,
+    ) -> None:
         self.instruments = Instruments.create(meter)
         self.recorder: DeferredRecorder = recorder_for(meter)
         self._record = self.recorder.record  # histograms: every value, applied at collection
         self._add = self.recorder.add  # counters: summed per series, one SDK add per collection
+        self.tenants = tenants if tenants is not None else ActiveTenants()
+        self.counters = TenantCounters(self.tenants, TENANT_DETAIL_SETS)
+        tenant_counters.register(self.counters, meter, meter_provider)
+        # Once this emitter (its handler) is gone, its totals are reported for one idle time.
+        weakref.finalize(self, self.counters.orphan)
+        self._count = self.counters.add  # per-tenant counters: totals reported by callbacks
+        self.tenant_histograms = tenant_histograms
         self._attrs = metric_attrs.AgentAttrs(agent_name)
         self.agent_attrs: dict[str, Any] = {semconv.GEN_AI_AGENT_NAME: agent_name}
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
@@ -91,33 +116,40 @@ class MetricEmitter:
         self.tools = BoundedLabels(MAX_TOOLS, OTHER, _label_or_other)
         self._tool_pool = DetailPool(DETAIL_POOL)
         self._op_pool = DetailPool(DETAIL_POOL)  # shared by operation duration and token usage
-        self._cost_pool = DetailPool(DETAIL_POOL)
-        self._synthesis_pool = DetailPool(DETAIL_POOL)
-        self._stop_pool = DetailPool(STOP_REASON_POOL)
-        self._seeded: set[str] = set()  # bounded: tenant labels are (max_tenants + 2)
-        self._seeded_models: set[tuple[str, str]] = set()  # bounded by the synthesis pool
-        self._seed_lock = threading.Lock()
+
+    def _histogram_tenant(self, tenant: str) -> str | None:
+        return tenant if self.tenant_histograms else None
 
     # --- tenants ----------------------------------------------------------------------------
 
     def seed_tenant(self, tenant: str) -> None:
-        """Create the tenant's counter series at zero, once."""
-        if tenant in self._seeded:
+        """Create the tenant's alert series at zero when it takes a slot (again)."""
+        if self.counters.knows(tenant):
             return
-        with self._seed_lock:
-            if tenant in self._seeded:
-                return
-            self._seeded.add(tenant)
-        instruments, add, attrs = self.instruments, self._add, self._attrs
-        for outcome, empty in _SEEDED_RUNS:
-            add(instruments.agent_runs, 0, attrs.runs(tenant, outcome, empty, False))
+        count, attrs = self._count, self._attrs
+        for outcome, empty in SEEDED_RUNS:
+            count(
+                _RUNS,
+                tenant,
+                self._cached(
+                    ("runs", tenant, outcome, empty, False),
+                    attrs.runs,
+                    tenant,
+                    outcome,
+                    empty,
+                    False,
+                ),
+                0,
+            )
         for reason in sorted(TERMINATION_REASONS):
-            add(instruments.silent_bails, 0, attrs.bail(tenant, reason))
-        for stop in semconv.STOP_REASON_VALUES:
-            add(instruments.stop_reasons, 0, attrs.stop(tenant, stop))
-        for mode, action in _SEEDED_FABRICATION:
-            fabrication = metric_attrs.fabrication(tenant, mode, action)
-            add(instruments.fabrication_detections, 0, fabrication)
+            count(
+                _BAILS,
+                tenant,
+                self._cached(("bail", tenant, reason), attrs.bail, tenant, reason),
+                0,
+            )
+        for stop in SEEDED_STOP_REASONS:
+            count(_STOPS, tenant, self._cached(("stop", tenant, stop), attrs.stop, tenant, stop), 0)
 
     # --- runs -------------------------------------------------------------------------------
 
@@ -136,54 +168,53 @@ class MetricEmitter:
         link: SpanLink | None = None,
     ) -> None:
         instruments, attrs = self.instruments, self._attrs
-        self._add(
-            instruments.agent_runs,
-            1,
+        self._count(
+            _RUNS,
+            tenant,
             self._cached(
                 ("runs", tenant, outcome, empty, paused), attrs.runs, tenant, outcome, empty, paused
             ),
+            1,
         )
         self._add(instruments.active_runs, -1, self.agent_attrs)
         if stop_reason is not None:
-            stop = self._stop_label(tenant, stop_reason)
-            self._add(
-                instruments.stop_reasons,
-                1,
-                self._cached(("stop", tenant, stop), attrs.stop, tenant, stop),
-            )
+            self._stop(tenant, stop_reason)
         if duration_s is None:
             return
+        scope = self._histogram_tenant(tenant)
         self._record(
             instruments.agent_duration,
             duration_s,
-            self._cached(("duration", tenant, outcome), attrs.duration, tenant, outcome),
+            self._cached(("duration", scope, outcome), attrs.duration, scope, outcome),
             link,
         )
         self._record(
             instruments.react_iterations,
             iterations,
-            self._cached(("iterations", tenant), attrs.iterations, tenant),
+            self._cached(("iterations", scope), attrs.iterations, scope),
         )
 
     def orphaned(self) -> None:
         self._add(self.instruments.orphaned_runs, 1, self.agent_attrs)
 
     def silent_bail(self, tenant: str, reason: str) -> None:
-        self._add(
-            self.instruments.silent_bails,
-            1,
+        self._count(
+            _BAILS,
+            tenant,
             self._cached(("bail", tenant, reason), self._attrs.bail, tenant, reason),
+            1,
         )
 
     def fabrication(self, tenant: str, mode: str, action: str, confidence: float) -> None:
         if (mode, action) not in FABRICATION_PAIRS:
             mode = action = OTHER
-        self._add(
-            self.instruments.fabrication_detections,
-            1,
+        self._count(
+            _FABRICATION,
+            tenant,
             self._cached(
                 ("fab", tenant, mode, action), metric_attrs.fabrication, tenant, mode, action
             ),
+            1,
         )
         self._record(
             self.instruments.fabrication_confidence,
@@ -218,59 +249,102 @@ class MetricEmitter:
     ) -> None:
         """One model call; ``recovered`` is None unless it was a synthesis call.
 
-        Attribute sets are cached per *requested* label combination, so the budget is consulted
-        once per combination: a pool's decision never changes (admitted keys stay admitted, and
-        a pool that refused once is full for good). Histogram values carry ``link``, the call's
-        span, as their exemplar.
+        Histogram attribute sets are cached per *requested* label combination, so the budget is
+        consulted once per combination: a pool's decision never changes (admitted keys stay
+        admitted, and a pool that refused once is full for good). Histogram values carry
+        ``link``, the call's span, as their exemplar.
         """
         instruments = self.instruments
         cache = self._cache
-        op_attrs = cache.get(("op", tenant, operation, model, node, provider, error))
+        scope = self._histogram_tenant(tenant)
+        op_attrs = cache.get(("op", scope, operation, model, node, provider, error))
         if op_attrs is None:
-            op_attrs = self._op_set(tenant, operation, model, node, provider, error)
+            op_attrs = self._op_set(scope, operation, model, node, provider, error)
         if duration_s is not None:
             self._record(instruments.operation_duration, duration_s, op_attrs, link)
         if ttfc_s is not None:  # its sets are those of a successful call (no error.type)
             ttfc_attrs = op_attrs
             if error is not None:
-                ttfc_attrs = cache.get(("op", tenant, operation, model, node, provider, None)) or (
-                    self._op_set(tenant, operation, model, node, provider, None)
+                ttfc_attrs = cache.get(("op", scope, operation, model, node, provider, None)) or (
+                    self._op_set(scope, operation, model, node, provider, None)
                 )
             self._record(instruments.time_to_first_chunk, ttfc_s, ttfc_attrs, link)
-        for token_type, count in zip(
+        for token_type, amount in zip(
             (semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT), tokens, strict=True
         ):
-            if count is not None:
-                self._record(
-                    instruments.token_usage,
-                    count,
-                    self._cached(
-                        ("tokens", tenant, operation, model, node, provider, error, token_type),
-                        metric_attrs.tokens,
-                        op_attrs,
-                        token_type,
-                    ),
-                    link,
-                )
-        cost_attrs = cache.get(("cost", tenant, model, node, pricing_unknown))
-        if cost_attrs is None:
-            cost_key: tuple[Any, ...] = (tenant, model, node, pricing_unknown)
-            if not self._cost_pool.admit(cost_key):
-                cost_key = (tenant, OTHER, OTHER, pricing_unknown)
-            cost_attrs = self._remember(
-                ("cost", tenant, model, node, pricing_unknown), metric_attrs.cost(*cost_key)
+            if amount is None:
+                continue
+            self._record(
+                instruments.token_usage,
+                amount,
+                self._cached(
+                    ("tokens", scope, operation, model, node, provider, error, token_type),
+                    metric_attrs.tokens,
+                    op_attrs,
+                    token_type,
+                ),
+                link,
             )
-        self._add(instruments.llm_cost, cost or 0.0, cost_attrs)
+            self._count(
+                _TOKENS,
+                tenant,
+                self._cached(
+                    ("llm_tokens", tenant, model, token_type),
+                    metric_attrs.tenant_tokens,
+                    tenant,
+                    model,
+                    token_type,
+                ),
+                amount,
+                self._cached(
+                    ("llm_tokens", tenant, OTHER, token_type),
+                    metric_attrs.tenant_tokens,
+                    tenant,
+                    OTHER,
+                    token_type,
+                ),
+            )
+        self._count(
+            _COST,
+            tenant,
+            self._cached(
+                ("cost", tenant, model, node, pricing_unknown),
+                metric_attrs.cost,
+                tenant,
+                model,
+                node,
+                pricing_unknown,
+            ),
+            cost or 0.0,
+            self._cached(
+                ("cost", tenant, OTHER, OTHER, pricing_unknown),
+                metric_attrs.cost,
+                tenant,
+                OTHER,
+                OTHER,
+                pricing_unknown,
+            ),
+        )
         if recovered is not None:
-            synthesis_attrs = cache.get(("synthesis", tenant, model, recovered))
-            if synthesis_attrs is None:
-                synthesis_key: tuple[Any, ...] = (tenant, model, recovered)
-                if not self._synthesis_pool.admit(synthesis_key):
-                    synthesis_key = (tenant, OTHER, recovered)
-                synthesis_attrs = self._remember(
-                    ("synthesis", tenant, model, recovered), metric_attrs.synthesis(*synthesis_key)
-                )
-            self._add(instruments.synthesis_fallbacks, 1, synthesis_attrs)
+            self._count(
+                _SYNTHESIS,
+                tenant,
+                self._cached(
+                    ("synthesis", tenant, model, recovered),
+                    metric_attrs.synthesis,
+                    tenant,
+                    model,
+                    recovered,
+                ),
+                1,
+                self._cached(
+                    ("synthesis", tenant, OTHER, recovered),
+                    metric_attrs.synthesis,
+                    tenant,
+                    OTHER,
+                    recovered,
+                ),
+            )
 
     def tool_call(
         self,
@@ -281,27 +355,27 @@ class MetricEmitter:
         link: SpanLink | None,
     ) -> None:
         """``gen_ai.execute_tool.duration``; ``tool`` and ``error`` are raw (bounded here)."""
-        attrs = self._cache.get(("tool", tenant, tool, error))
+        scope = self._histogram_tenant(tenant)
+        attrs = self._cache.get(("tool", scope, tool, error))
         if attrs is None:
             label = self.tools(tool) if tool else OTHER
             error_label = self.errors(error) if error is not None else None
-            key: tuple[Any, ...] = (tenant, label, error_label)
+            key: tuple[Any, ...] = (scope, label, error_label)
             if not self._tool_pool.admit(key):
-                key = (tenant, OTHER, OTHER if error is not None else None)
-            attrs = self._remember(("tool", tenant, tool, error), self._attrs.tool(*key))
+                key = (scope, OTHER, OTHER if error is not None else None)
+            attrs = self._remember(("tool", scope, tool, error), self._attrs.tool(*key))
         self._record(self.instruments.tool_duration, duration_s, attrs, link)
 
     def _op_set(
         self,
-        tenant: str,
+        tenant: str | None,
         operation: str,
         model: str,
         node: str,
         provider: str | None,
         error: str | None,
     ) -> dict[str, Any]:
-        """First call of a label combination: admit it (or fold it), seed its synthesis series."""
-        self._seed_synthesis(tenant, model)
+        """First call of a histogram label combination: admit it, or fold it."""
         key: tuple[Any, ...] = (tenant, operation, model, node, provider, error)
         if not self._op_pool.admit(key):
             key = (tenant, operation, OTHER, OTHER, OTHER, OTHER if error is not None else None)
@@ -315,38 +389,26 @@ class MetricEmitter:
         self._cache[key] = attrs
         return attrs
 
-    def _seed_synthesis(self, tenant: str, model: str) -> None:
-        """Synthesis series of a (tenant, model) at zero at its first call, before any fallback."""
-        pair = (tenant, model)
-        if pair in self._seeded_models:
-            return
-        with self._seed_lock:
-            if pair in self._seeded_models:
-                return
-            admitted = [
-                recovered
-                for recovered in (True, False)
-                if self._synthesis_pool.admit((tenant, model, recovered))
-            ]
-            if len(admitted) < 2:  # the pool is spent: fallbacks fold into the coarse series
-                return
-            self._seeded_models.add(pair)
-        for recovered in admitted:
-            self._add(
-                self.instruments.synthesis_fallbacks,
-                0,
-                metric_attrs.synthesis(tenant, model, recovered),
-            )
-
     # --- labels and attribute sets ----------------------------------------------------------
 
-    def _stop_label(self, tenant: str, raw: str) -> str:
+    def _stop(self, tenant: str, raw: str) -> None:
+        """Known exits have a set per tenant; pass-through values are detailed (capped) sets."""
+        attrs = self._attrs
         if raw in _KNOWN_STOP_REASONS:
-            return raw
+            self._count(
+                _STOPS, tenant, self._cached(("stop", tenant, raw), attrs.stop, tenant, raw), 1
+            )
+            return
         value = self._stop_values(raw)
-        if value != OTHER and not self._stop_pool.admit((tenant, value)):
-            return OTHER
-        return value
+        self._count(
+            _STOPS,
+            tenant,
+            self._cached(("stop", tenant, value), attrs.stop, tenant, value),
+            1,
+            None
+            if value == OTHER
+            else self._cached(("stop", tenant, OTHER), attrs.stop, tenant, OTHER),
+        )
 
     def _cached(
         self, key: tuple[object, ...], build: Callable[..., dict[str, Any]], *args: Any

@@ -77,20 +77,6 @@ class ModelPrice:
         ) / 1_000_000
 
 
-def cache_in_input(usage: object) -> bool:
-    """Whether a provider-shaped usage dict counts cache tokens inside its input tokens.
-
-    Anthropic's raw usage reports ``cache_read_input_tokens`` / ``cache_creation_input_tokens``
-    beside ``input_tokens``; every other shape (LangChain's ``input_token_details``, OpenAI's
-    ``prompt_tokens_details``) reports them as a part of the input.
-    """
-    if not isinstance(usage, Mapping):
-        return True
-    if isinstance(usage.get("input_token_details"), Mapping):
-        return True
-    return not ("cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage)
-
-
 # Keys are model-name prefixes: the longest matching prefix wins, so dated snapshots
 # ("gpt-4o-2024-08-06") and provider-prefixed ids resolve to their family.
 # OpenAI bills cached input at its "cached input" price and cache writes as plain input;

@@ -9,6 +9,7 @@ first, then flushes traces, then metrics, and reports every span lost on the way
 from __future__ import annotations
 
 import atexit
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +34,7 @@ DEFAULT_TIMEOUT_MS: Final = 10_000
 # Share of the shutdown budget the traces may use before the metrics get the rest: the metrics
 # flush last so that the spans lost during the final trace export are counted in it.
 _TRACES_SHARE: Final = 0.6
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 
 
 class Telemetry:
@@ -144,6 +146,7 @@ class Telemetry:
             metrics_budget,
             self._log,
             "shutdown",
+            explain=explain_metrics_shutdown,
         )
         if not metrics_ok:
             self._shutdown_exporters(MetricExporter)
@@ -205,8 +208,38 @@ class Telemetry:
         )
 
 
+def explain_metrics_shutdown(exc: BaseException) -> dict[str, Any]:
+    """Which metric readers failed to shut down and why, from the SDK's aggregate error.
+
+    ``MeterProvider.shutdown`` raises a bare ``Exception`` whose lines are
+    ``ReaderClass: error``. Only the class names (identifiers) and the one cause the SDK itself
+    words (the budget ran out before a reader was reached) are kept: an exporter's error text
+    may carry an endpoint, so it is never logged.
+    """
+    readers: list[str] = []
+    out_of_time = True
+    for line in str(exc).splitlines()[1:]:
+        name, _, error = line.partition(": ")
+        if _IDENTIFIER.fullmatch(name):
+            readers.append(name)
+            out_of_time = out_of_time and "deadline already exceeded" in error
+    if not readers:
+        return {"reason": "the meter provider failed to shut down its metric readers"}
+    reason = (
+        "the shutdown budget ran out before these readers ran: an earlier reader's final export "
+        "waited on an unreachable or slow OTLP collector"
+        if out_of_time
+        else "these readers raised during their final collection or export"
+    )
+    return {"failed_readers": readers, "reason": reason}
+
+
 def _run_bounded(
-    calls: Mapping[str, Callable[[], object]], timeout_s: float, log: Any, operation: str
+    calls: Mapping[str, Callable[[], object]],
+    timeout_s: float,
+    log: Any,
+    operation: str,
+    explain: Callable[[BaseException], dict[str, Any]] | None = None,
 ) -> bool:
     """Run ``calls`` in parallel daemon threads; True if all returned truthy before the deadline."""
     results: dict[str, bool] = {}
@@ -216,7 +249,8 @@ def _run_bounded(
             outcome = call()
             results[name] = outcome is None or bool(outcome)
         except Exception as exc:
-            log.warning(f"symfonic_otel.{operation}_failed", signal=name, exc_info=exc)
+            fields = explain(exc) if explain is not None else {}
+            log.warning(f"symfonic_otel.{operation}_failed", signal=name, exc_info=exc, **fields)
             results[name] = False
 
     threads = [

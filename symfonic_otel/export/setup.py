@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from opentelemetry import metrics, trace
-from opentelemetry.environment_variables import OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
@@ -46,10 +45,10 @@ from symfonic_otel.export.exporters import (
     otlp_metric_exporter,
     otlp_span_exporter,
     protocol_for,
-    selected_exporters,
 )
 from symfonic_otel.export.handle import Telemetry
 from symfonic_otel.export.prometheus import start_prometheus
+from symfonic_otel.export.selection import choose_exporters
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.logs import FailureLog, get_logger
 
@@ -81,8 +80,10 @@ def configure_telemetry(
     * ``service_name`` / ``resource_attributes``: merged over what ``Resource.create`` reads from
       ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` (explicit arguments win, as
       everywhere in the SDK).
-    * ``otlp``: ``None`` follows ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` (default
-      ``otlp``; ``none`` disables, ``console`` adds console output); ``True`` / ``False`` force it.
+    * ``otlp``: ``None`` follows ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` (``none``
+      disables, ``console`` adds console output); unset, OTLP is on, except that with
+      ``prometheus_port`` metrics are only scraped and traces go over OTLP only if an OTLP
+      endpoint variable is set (see ``export.selection``). ``True`` / ``False`` force it.
       Endpoint, headers, timeout, compression, TLS and metrics temporality come from the standard
       ``OTEL_EXPORTER_OTLP_*`` variables, read by the official exporters themselves.
     * ``otlp_protocol``: overrides ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL`` /
@@ -120,12 +121,11 @@ def configure_telemetry(
         attributes[SERVICE_NAME] = service_name.strip()
     resource = Resource.create(attributes)
 
-    traces_selected = selected_exporters(OTEL_TRACES_EXPORTER, log)
-    metrics_selected = selected_exporters(OTEL_METRICS_EXPORTER, log)
-    traces_otlp = otlp if otlp is not None else "otlp" in traces_selected
-    metrics_otlp = otlp if otlp is not None else "otlp" in metrics_selected
-    traces_console = console or (otlp is None and "console" in traces_selected)
-    metrics_console = console or (otlp is None and "console" in metrics_selected)
+    choice = choose_exporters(
+        otlp=otlp, console=console, prometheus=prometheus_port is not None, log=log
+    )
+    traces_otlp, traces_console = choice.traces_otlp, choice.traces_console
+    metrics_otlp, metrics_console = choice.metrics_otlp, choice.metrics_console
     traces_protocol = protocol_for(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, otlp_protocol)
     metrics_protocol = protocol_for(OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, otlp_protocol)
 

@@ -43,6 +43,14 @@ DROP_REASONS: Final = (
     semconv.SPAN_DROP_UNENCODABLE,
 )
 
+# What a loss line says happened; the exporter's own log line carries the status it received.
+_LOSS_REASONS: Final = {
+    semconv.SPAN_DROP_EXPORT_FAILED: "the exporter did not deliver the batch: the collector is "
+    "unreachable, timed out or rejected it (the exporter's own log line gives the status)",
+    semconv.SPAN_DROP_UNENCODABLE: "the span cannot be encoded as OTLP (a value OTLP cannot "
+    "carry), so it was set aside and the rest of its batch exported",
+}
+
 Encodable = Callable[[Sequence[ReadableSpan]], bool]
 
 
@@ -197,9 +205,10 @@ class DropCountingBatchSpanProcessor(BatchSpanProcessor):
             self._losses[reason] = self._losses.get(reason, 0) + count
         self._failures.report(
             f"span_{reason}",
-            None,
+            error,
             spans=count,
-            error_type=type(error).__name__ if error is not None else None,
+            exporter=type(self.exporter).__name__,
+            reason=_LOSS_REASONS.get(reason, reason),
         )
 
     def _reset_after_fork(self) -> None:

@@ -19,7 +19,6 @@ from typing import Any, Final
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.emit.pricing import cache_in_input
 from symfonic_otel.read.extract_time import Timing as Timing
 from symfonic_otel.read.extract_time import call_timing as call_timing
 from symfonic_otel.read.extract_time import explicit_time as explicit_time
@@ -111,6 +110,20 @@ def _tokens(usage: Mapping[Any, Any], *keys: str) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_TOKENS:
             return value
     return None
+
+
+def cache_in_input(usage: object) -> bool:
+    """Whether a provider-shaped usage dict counts cache tokens inside its input tokens.
+
+    Anthropic's raw usage reports ``cache_read_input_tokens`` / ``cache_creation_input_tokens``
+    beside ``input_tokens``; every other shape (LangChain's ``input_token_details``, OpenAI's
+    ``prompt_tokens_details``) reports them as a part of the input.
+    """
+    if not isinstance(usage, Mapping):
+        return True
+    if isinstance(usage.get("input_token_details"), Mapping):
+        return True
+    return not ("cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage)
 
 
 @dataclass(slots=True)

@@ -24,9 +24,9 @@ from opentelemetry.trace import StatusCode
 
 from symfonic_otel import __version__, semconv
 from symfonic_otel.core.handler_core import INTERNAL_ERROR
-from symfonic_otel.emit.labels import BoundedLabels
 from symfonic_otel.emit.metrics import MetricEmitter
-from symfonic_otel.emit.tenancy import resolve_tenant, sanitise_tenant
+from symfonic_otel.emit.tenancy import resolve_tenant
+from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.options import warn_if_over_limit
 from symfonic_otel.read.sanitise import clean_label
@@ -54,6 +54,7 @@ class SilentBailSpanProcessor(SpanProcessor):
       JSON attribute ``metadata``), read when no tenant attribute is found, e.g. ``"tenant_id"``.
     * ``agent_name``: the agent label of the recorded series.
     * ``max_tenants``: tenants active at once; past it, ``"__overflow__"``.
+    * ``tenant_idle_s``: a tenant idle this long gives back its slot and its series.
     * ``max_traces`` / ``trace_ttl_s``: open traces remembered, and for how long.
 
     Content is read only to tell a blank answer from a non-blank one; none is recorded.
@@ -70,6 +71,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         max_tenants: int = DEFAULT_MAX_TENANTS,
         max_traces: int = DEFAULT_MAX_TRACES,
         trace_ttl_s: float = DEFAULT_TRACE_TTL_S,
+        tenant_idle_s: float = DEFAULT_TENANT_IDLE_S,
     ) -> None:
         name = type(self).__name__
         if isinstance(tenant_attributes, str) or not isinstance(tenant_attributes, Sequence):
@@ -90,6 +92,16 @@ class SilentBailSpanProcessor(SpanProcessor):
                 raise TypeError(f"{name}({option}=...) must be a str or None, got {text!r}")
         if not isinstance(agent_name, str) or not clean_label(agent_name):
             raise ValueError(f"{name}(agent_name=...) must be a non-empty str, got {agent_name!r}")
+        if (
+            isinstance(tenant_idle_s, bool)
+            or not isinstance(tenant_idle_s, int | float)
+            or not math.isfinite(tenant_idle_s)
+            or tenant_idle_s <= 0
+        ):
+            raise ValueError(
+                f"{name}(tenant_idle_s=...) must be a positive number of seconds, "
+                f"got {tenant_idle_s!r}"
+            )
         for option, value in (("max_tenants", max_tenants), ("max_traces", max_traces)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}({option}=...) must be an int >= 1, got {value!r}")
@@ -106,9 +118,11 @@ class SilentBailSpanProcessor(SpanProcessor):
         self._tenant_default = tenant_id
         self._metadata_key = tenant_metadata_key or None
         meter = metrics.get_meter(semconv.SCOPE_NAME, __version__, meter_provider=meter_provider)
-        self._metrics = MetricEmitter(meter, clean_label(agent_name))
-        self._tenants = BoundedLabels(
-            max_tenants, semconv.OVERFLOW_VALUE, sanitise_tenant, always=(semconv.TENANT_UNKNOWN,)
+        # Tenants come and go as they do for the handler: a slot and its series are given back
+        # once the tenant has been idle for ``tenant_idle_s``.
+        self._tenants = ActiveTenants(max_tenants, float(tenant_idle_s))
+        self._metrics = MetricEmitter(
+            meter, clean_label(agent_name), self._tenants, meter_provider=meter_provider
         )
         self._traces = TraceTable(max_traces, float(trace_ttl_s))
         self._failures = FailureLog()
