@@ -4,7 +4,8 @@ Each test here fails on one plausible slip in the processor's bookkeeping: the t
 as the fallback owner (not its oldest), every run left open when its trace ends (not only the
 first), the most telling span error winning whatever the order the spans end in, and the group
 ids remembered exactly up to ``max_open_runs``. Spans are duck-typed, fed straight to the
-processor, as in the robustness tests.
+processor, as in the robustness tests. Also: a Responses message item read whole, with its role,
+and a token count of zero, which is a count.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
 from symfonic_otel import semconv, tenant_scope
-from symfonic_otel.openai_agents import SymfonicTracingProcessor
+from symfonic_otel.openai_agents import SymfonicTracingProcessor, read
 from symfonic_otel.openai_agents.runs import AgentsRun, RunIndex
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
@@ -134,3 +136,37 @@ def test_group_ids_are_kept_for_max_open_runs_traces_exactly(
     )
     assert conversations == [f"g{n}" for n in remembered]
     assert processor.open_runs == 0
+
+
+def test_a_responses_message_item_with_its_role_is_read_as_text() -> None:
+    """A ``ResponseOutputMessage`` dumped whole carries ``role`` beside ``type``; its parts are
+    ``output_text``."""
+    item = ResponseOutputMessage(
+        id="m1",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputText(type="output_text", text="Sunny.", annotations=[])],
+    ).model_dump()
+    shape = read.output_shape([item])
+    assert shape is not None
+    assert (shape.text, shape.tool_calls, shape.blank, shape.content_type) == (
+        "Sunny.",
+        0,
+        False,
+        "str",
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"input_tokens": 0, "output_tokens": 4}, {"input_tokens": 0, "output_tokens": 4}),
+        ({"prompt_tokens": 0, "completion_tokens": 0}, {"input_tokens": 0, "output_tokens": 0}),
+        ({"input_tokens": -1, "output_tokens": 4}, {"output_tokens": 4}),
+    ],
+)
+def test_a_zero_token_count_is_a_count_and_a_negative_one_is_not(
+    raw: dict[str, int], expected: dict[str, int]
+) -> None:
+    assert read.usage(raw) == expected
