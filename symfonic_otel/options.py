@@ -13,6 +13,16 @@ from symfonic_otel.logs import get_logger
 from symfonic_otel.read.sanitise import clean_label
 
 
+def is_positive_seconds(value: object) -> bool:
+    """A finite number of seconds above zero (a bool is no number of seconds)."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
 def check_handler_options(
     *,
     agent_name: object,
@@ -32,12 +42,7 @@ def check_handler_options(
         raise TypeError(f"tenant_id must be a str or None, got {tenant_id!r}")
     if isinstance(max_tenants, bool) or not isinstance(max_tenants, int) or max_tenants < 1:
         raise ValueError(f"max_tenants must be an int >= 1, got {max_tenants!r}")
-    if (
-        isinstance(run_ttl_s, bool)
-        or not isinstance(run_ttl_s, int | float)
-        or not math.isfinite(run_ttl_s)
-        or run_ttl_s <= 0
-    ):
+    if not is_positive_seconds(run_ttl_s):
         raise ValueError(f"run_ttl_s must be a positive number of seconds, got {run_ttl_s!r}")
     if isinstance(max_open_runs, bool) or not isinstance(max_open_runs, int) or max_open_runs < 1:
         raise ValueError(f"max_open_runs must be an int >= 1, got {max_open_runs!r}")
@@ -45,12 +50,7 @@ def check_handler_options(
         raise TypeError(f"tenant_from_baggage must be a bool, got {tenant_from_baggage!r}")
     if not isinstance(node_spans, bool):
         raise TypeError(f"node_spans must be a bool, got {node_spans!r}")
-    if (
-        isinstance(tenant_idle_s, bool)
-        or not isinstance(tenant_idle_s, int | float)
-        or not math.isfinite(tenant_idle_s)
-        or tenant_idle_s <= 0
-    ):
+    if not is_positive_seconds(tenant_idle_s):
         raise ValueError(
             f"tenant_idle_s must be a positive number of seconds, got {tenant_idle_s!r}"
         )

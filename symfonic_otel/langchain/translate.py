@@ -22,11 +22,11 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
     ReactLoopEndEvent,
-    TerminationOutcome,
     TerminationReason,
 )
 from symfonic_otel.handler import OTelCallbackHandler
@@ -51,19 +51,6 @@ from symfonic_otel.read.content import messages_json
 __all__ = ["Translator"]
 
 _GRAPH_INTEGRATION = "langgraph"
-
-
-@dataclass(frozen=True, slots=True)
-class _UntrackedEnd:
-    """AgentEnd for a run the adapter lost track of: no duration (the core measures it)."""
-
-    run_id: str
-    outcome: TerminationOutcome
-    final_response: str | None = None
-    duration_ms: float | None = None
-    node_count: int | None = None
-    stop_reason: str | None = None
-    error_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +278,7 @@ class Translator(Part):
         kind = errors.classify(error)
         error_type = errors.error_type(error, kind)
         self._core.agent_end(
-            _UntrackedEnd(
+            AdapterRunEnd(
                 run_id=run_id,
                 outcome=errors.outcome(kind),
                 stop_reason=errors.exit_reason(kind),

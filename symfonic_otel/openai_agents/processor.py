@@ -24,7 +24,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from agents.tracing import Span as AgentsSpan
@@ -34,10 +33,10 @@ from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import (
     AgentStartEvent,
     ReactLoopEndEvent,
-    TerminationOutcome,
     TerminationReason,
 )
 from symfonic_otel.handler import OTelCallbackHandler
@@ -54,19 +53,6 @@ _UNFINISHED: Final = {semconv.STEP_UNFINISHED: True}
 # Which span error explains a run best, when several of its spans carry one.
 _ERROR_RANK: Final = {"error": 0, "guardrail": 1, "max_turns": 2}
 _TENANT_KEY: Final = "tenant_id"
-
-
-@dataclass(frozen=True, slots=True)
-class _End:
-    """The AgentEnd the processor hands the core (duration unknown when the SDK gave no time)."""
-
-    run_id: str
-    outcome: TerminationOutcome
-    final_response: str | None = None
-    duration_ms: float | None = None
-    node_count: int | None = None
-    stop_reason: str | None = None
-    error_type: str | None = None
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -288,13 +274,13 @@ class SymfonicTracingProcessor(TracingProcessor):
             answered=None if end.outcome != "completed" else self._answered(run),
         )
 
-    def _verdict(self, run: AgentsRun) -> _End:
+    def _verdict(self, run: AgentsRun) -> AdapterRunEnd:
         duration = None
         if run.started_ns is not None:
             duration = max(time.time_ns() - run.started_ns, 0) / 1e6
         if run.error == "max_turns":  # the turn budget ran out: the model was still working
             self._bail(run, "tool_calls_with_no_text")
-            return _End(
+            return AdapterRunEnd(
                 run.key,
                 "error",
                 duration_ms=duration,
@@ -305,7 +291,7 @@ class SymfonicTracingProcessor(TracingProcessor):
             error_type = (
                 semconv.GUARDRAIL_ERROR_TYPE if run.error == "guardrail" else semconv.OTHER_VALUE
             )
-            return _End(
+            return AdapterRunEnd(
                 run.key,
                 "error",
                 duration_ms=duration,
@@ -315,7 +301,7 @@ class SymfonicTracingProcessor(TracingProcessor):
         if self._answered(run) is False:
             self._bail(run, "no_content_no_tool_calls")
         final = run.last.text if run.last is not None and self.handler.capture_content else None
-        return _End(run.key, "completed", final, duration, stop_reason=_STOP_END_TURN)
+        return AdapterRunEnd(run.key, "completed", final, duration, stop_reason=_STOP_END_TURN)
 
     @staticmethod
     def _answered(run: AgentsRun) -> bool | None:
@@ -345,7 +331,7 @@ class SymfonicTracingProcessor(TracingProcessor):
     def _end_abandoned(self, run: AgentsRun) -> None:
         self._end_tools(run)
         if run.opened:
-            self.handler.agent_end(_End(run.key, "abandoned"))
+            self.handler.agent_end(AdapterRunEnd(run.key, "abandoned"))
 
     def _end_tools(self, run: AgentsRun) -> None:
         for tool in run.tools.values():

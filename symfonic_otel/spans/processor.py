@@ -11,7 +11,6 @@ never raises into the SDK that calls it.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -29,7 +28,7 @@ from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.tenancy import resolve_tenant
 from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.logs import FailureLog
-from symfonic_otel.options import warn_if_over_limit
+from symfonic_otel.options import is_positive_seconds, warn_if_over_limit
 from symfonic_otel.read.sanitise import clean_label
 from symfonic_otel.spans.reading import Kind, SpanReading, metadata_value, read_span
 from symfonic_otel.spans.traces import TraceRun, TraceTable
@@ -93,12 +92,7 @@ class SilentBailSpanProcessor(SpanProcessor):
                 raise TypeError(f"{name}({option}=...) must be a str or None, got {text!r}")
         if not isinstance(agent_name, str) or not clean_label(agent_name):
             raise ValueError(f"{name}(agent_name=...) must be a non-empty str, got {agent_name!r}")
-        if (
-            isinstance(tenant_idle_s, bool)
-            or not isinstance(tenant_idle_s, int | float)
-            or not math.isfinite(tenant_idle_s)
-            or tenant_idle_s <= 0
-        ):
+        if not is_positive_seconds(tenant_idle_s):
             raise ValueError(
                 f"{name}(tenant_idle_s=...) must be a positive number of seconds, "
                 f"got {tenant_idle_s!r}"
@@ -106,12 +100,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         for option, value in (("max_tenants", max_tenants), ("max_traces", max_traces)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}({option}=...) must be an int >= 1, got {value!r}")
-        if (
-            isinstance(trace_ttl_s, bool)
-            or not isinstance(trace_ttl_s, int | float)
-            or not math.isfinite(trace_ttl_s)
-            or trace_ttl_s <= 0
-        ):
+        if not is_positive_seconds(trace_ttl_s):
             raise ValueError(
                 f"{name}(trace_ttl_s=...) must be a positive number of seconds, got {trace_ttl_s!r}"
             )
