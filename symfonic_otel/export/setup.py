@@ -41,6 +41,7 @@ from symfonic_otel.export.exporters import (
     DEFAULT_OTLP_METRIC_BATCH,
     PROTOCOLS,
     OtlpProtocol,
+    delta_preferred,
     observe_span_losses,
     otlp_metric_exporter,
     otlp_span_exporter,
@@ -152,6 +153,17 @@ def configure_telemetry(
 
     if metrics_otlp:
         metric_exporter = otlp_metric_exporter(metrics_protocol, otlp_metric_batch_size)
+        if delta_preferred():
+            # The SDK's delta of an observable counter goes negative when a tenant returns
+            # after eviction (its totals restart at zero): those counters stay cumulative.
+            log.warning(
+                "symfonic_otel.delta_keeps_observable_counters_cumulative",
+                variable="OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
+                delta="counters, histograms",
+                cumulative="observable counters (the per-tenant counters), up-down counters",
+                hint="a delta of a returning tenant's counters would be negative; "
+                "set the variable to lowmemory for this same export without this warning",
+            )
         exporters.append(metric_exporter)
         readers.append(
             PeriodicExportingMetricReader(
