@@ -86,7 +86,9 @@ def configure_telemetry(
       ``prometheus_port`` metrics are only scraped and traces go over OTLP only if an OTLP
       endpoint variable is set (see ``export.selection``). ``True`` / ``False`` force it.
       Endpoint, headers, timeout, compression, TLS and metrics temporality come from the standard
-      ``OTEL_EXPORTER_OTLP_*`` variables, read by the official exporters themselves.
+      ``OTEL_EXPORTER_OTLP_*`` variables, read by the official exporters themselves; under the
+      ``delta`` temporality preference observable counters (the per-tenant counters) stay
+      cumulative, as under ``lowmemory``, and one warning says so.
     * ``otlp_protocol``: overrides ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL`` /
       ``OTEL_EXPORTER_OTLP_PROTOCOL`` (default ``grpc``).
     * ``console``: also print spans and metrics to stdout (development).
