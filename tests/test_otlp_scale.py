@@ -5,7 +5,8 @@ The receivers refuse what a collector refuses by default: gRPC messages over 4 M
 exporter must deliver every data point of 10,000 tenants through them (the tenants' data comes
 from the real handler, one run each, the demo's workload shape), and with
 ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=delta`` an interval where a tenth of the
-tenants ran carries only those tenants.
+tenants ran carries histogram points for those runs only, while the per-tenant (observable)
+counters stay cumulative (tests/test_otlp_temporality.py says why).
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def test_every_point_of_10000_tenants_arrives(
     assert getattr(limited, "rejected", 0) == 0
 
 
-def test_delta_export_carries_only_the_tenants_active_in_the_interval(
+def test_delta_export_carries_histograms_of_the_interval_and_cumulative_tenant_totals(
     monkeypatch: pytest.MonkeyPatch, limited: OtlpReceiver
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
@@ -189,7 +190,7 @@ def test_delta_export_carries_only_the_tenants_active_in_the_interval(
             telemetry.tracer_provider, telemetry.meter_provider, max_tenants=1_000
         )
         tenants = tenant_ids(1_000)
-        play_tenants(handler, tenants)
+        before = play_tenants(handler, tenants)
         assert telemetry.force_flush(timeout_millis=120_000)
         first = len(limited.metric_requests())
         active = active_share(tenants, 0.1)
@@ -198,21 +199,18 @@ def test_delta_export_carries_only_the_tenants_active_in_the_interval(
         interval = points_of(limited.metric_requests()[first:])
 
     assert len(active) == 100
-    per_tenant = [point for point in interval if TENANT in point.attributes]
-    changed = [p for p in per_tenant if p.count or p.value]
-    assert {point.attributes[TENANT] for point in changed} == set(active)
-    # Synchronous instruments export nothing for an idle tenant; an observable counter reports
-    # each attribute set it observes, an idle tenant's as a zero delta: nothing else may appear.
-    idle = [p for p in per_tenant if p.attributes[TENANT] not in set(active)]
-    assert all(p.kind == "sum" and p.value == 0 for p in idle), idle[:3]
-    # Counters and histograms go delta; up-down counters stay cumulative (the specification's
-    # "delta" preference).
-    changing = [
-        p for p in interval if p.kind == "histogram" or (p.kind == "sum" and p.is_monotonic)
-    ]
-    assert {p.temporality for p in changing} == {"DELTA"}
+    # Histograms (no tenant) and synchronous counters are deltas: the interval's runs only.
+    histograms = [p for p in interval if p.kind == "histogram"]
+    assert histograms and {p.temporality for p in histograms} == {"DELTA"}
+    durations = [p for p in histograms if p.name == semconv.AGENT_DURATION.name]
+    assert sum(p.count or 0 for p in durations) == runs
+    # The per-tenant counters report every tenant still active within its idle time, with its
+    # total since it arrived: cumulative, so a tenant that returns after eviction is a reset.
+    per_tenant = [p for p in interval if TENANT in p.attributes]
+    assert per_tenant and {(p.kind, p.temporality) for p in per_tenant} == {("sum", "CUMULATIVE")}
+    assert {p.attributes[TENANT] for p in per_tenant} == set(tenants)
     counted = sum(p.value or 0 for p in per_tenant if p.name == semconv.AGENT_RUNS.name)
-    assert counted == runs
+    assert counted == before + runs
 
 
 def test_the_delta_collector_recipe_accumulates_before_it_exports() -> None:

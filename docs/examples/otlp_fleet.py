@@ -1,4 +1,4 @@
-"""OTLP push for a fleet: bounded messages, compression, delta temporality.
+"""OTLP push for a fleet: bounded messages, compression, delta histograms.
 
 Run with a collector at OTEL_EXPORTER_OTLP_ENDPOINT (default localhost:4317 over gRPC).
 """
@@ -11,7 +11,8 @@ from symfonic_otel.events import AgentEndEvent, AgentStartEvent
 # Standard OpenTelemetry variables, read by the official exporters (set them in the deployment;
 # they are set here only to show them).
 os.environ.setdefault("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
-os.environ.setdefault("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+# lowmemory: counters and histograms as deltas, the per-tenant (observable) counters cumulative.
+os.environ.setdefault("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "lowmemory")
 
 telemetry = configure_telemetry(
     service_name="support-agent",

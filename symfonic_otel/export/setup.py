@@ -41,6 +41,7 @@ from symfonic_otel.export.exporters import (
     DEFAULT_OTLP_METRIC_BATCH,
     PROTOCOLS,
     OtlpProtocol,
+    delta_preferred,
     observe_span_losses,
     otlp_metric_exporter,
     otlp_span_exporter,
@@ -85,7 +86,9 @@ def configure_telemetry(
       ``prometheus_port`` metrics are only scraped and traces go over OTLP only if an OTLP
       endpoint variable is set (see ``export.selection``). ``True`` / ``False`` force it.
       Endpoint, headers, timeout, compression, TLS and metrics temporality come from the standard
-      ``OTEL_EXPORTER_OTLP_*`` variables, read by the official exporters themselves.
+      ``OTEL_EXPORTER_OTLP_*`` variables, read by the official exporters themselves; under the
+      ``delta`` temporality preference observable counters (the per-tenant counters) stay
+      cumulative, as under ``lowmemory``, and one warning says so.
     * ``otlp_protocol``: overrides ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL`` /
       ``OTEL_EXPORTER_OTLP_PROTOCOL`` (default ``grpc``).
     * ``console``: also print spans and metrics to stdout (development).
@@ -152,6 +155,17 @@ def configure_telemetry(
 
     if metrics_otlp:
         metric_exporter = otlp_metric_exporter(metrics_protocol, otlp_metric_batch_size)
+        if delta_preferred():
+            # The SDK's delta of an observable counter goes negative when a tenant returns
+            # after eviction (its totals restart at zero): those counters stay cumulative.
+            log.warning(
+                "symfonic_otel.delta_keeps_observable_counters_cumulative",
+                variable="OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
+                delta="counters, histograms",
+                cumulative="observable counters (the per-tenant counters), up-down counters",
+                hint="a delta of a returning tenant's counters would be negative; "
+                "set the variable to lowmemory for this same export without this warning",
+            )
         exporters.append(metric_exporter)
         readers.append(
             PeriodicExportingMetricReader(
