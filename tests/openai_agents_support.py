@@ -20,6 +20,7 @@ from typing import Any
 
 from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_trace_processors
 from agents.tracing import generation_span, response_span
+from bail_support import bails_of
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -30,7 +31,6 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-from symfonic_otel import semconv
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
@@ -205,13 +205,6 @@ def installed(telemetry: InMemoryTelemetry) -> Iterator[SymfonicTracingProcessor
         set_trace_processors([])
     assert made.open_runs == 0
     assert made.internal_failures() == {}
-
-
-def bails_of(telemetry: InMemoryTelemetry, tenant: str, reason: str | None = None) -> float:
-    where: dict[str, Any] = {semconv.TENANT_ID: tenant}
-    if reason is not None:
-        where[semconv.REACT_TERMINATION_REASON] = reason
-    return telemetry.value("symfonic.react.silent_bails", where)
 
 
 def run_agent(model: ScriptedModel, max_turns: int = 10, **kwargs: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from bail_support import assert_raised_step_cap, bails_of
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import BaseModel
 from pydantic_ai import Agent, DeferredToolRequests, UnexpectedModelBehavior, UsageLimitExceeded
@@ -68,13 +69,6 @@ def _agent(telemetry: InMemoryTelemetry, function: Any, **kwargs: Any) -> Agent[
     return agent
 
 
-def _bails(telemetry: InMemoryTelemetry, tenant: str, reason: str | None = None) -> float:
-    where: dict[str, Any] = {semconv.TENANT_ID: tenant}
-    if reason is not None:
-        where[semconv.REACT_TERMINATION_REASON] = reason
-    return telemetry.value(BAILS, where)
-
-
 # --- the step cap: UsageLimitExceeded -------------------------------------------------------------
 
 
@@ -85,16 +79,7 @@ def test_request_limit_is_a_silent_bail_for_its_tenant_with_stop_reason_recursio
     with tenant_scope("acme"), pytest.raises(UsageLimitExceeded):
         agent.run_sync("What is the weather?", usage_limits=UsageLimits(request_limit=3))
 
-    assert _bails(telemetry, "acme", "tool_calls_with_no_text") == 1
-    assert telemetry.value(BAILS) == 1
-    assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}) == 1
-    assert telemetry.value(STOPS, {semconv.RUN_STOP_REASON: "recursion_limit"}) == 1
-    run = telemetry.span("invoke_agent helper")
-    assert run.status.status_code is StatusCode.ERROR
-    assert run.attributes is not None
-    assert run.attributes[semconv.ERROR_TYPE] == "UsageLimitExceeded"
-    assert run.attributes[semconv.REACT_TERMINATION_REASON] == "tool_calls_with_no_text"
-    assert run.attributes[semconv.TENANT_ID] == "acme"
+    assert_raised_step_cap(telemetry, "acme", "UsageLimitExceeded")
     chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
     tools = [s for s in telemetry.spans() if s.name == "execute_tool lookup"]
     assert len(chats) == 3 and len(tools) == 3
@@ -113,7 +98,7 @@ def test_request_limit_boundary_an_answer_on_the_last_allowed_request_is_no_bail
                 agent.run_sync("q", usage_limits=limits)
         else:
             assert agent.run_sync("q", usage_limits=limits).output == "It is sunny."
-    assert _bails(telemetry, "acme") == bails
+    assert bails_of(telemetry, "acme") == bails
     assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme"}) == 1
 
 
@@ -173,7 +158,7 @@ def test_spent_output_retries_on_blank_answers_are_a_silent_bail(
     agent = _agent(telemetry, blank)
     with tenant_scope("acme"), pytest.raises(UnexpectedModelBehavior):
         agent.run_sync("q")
-    assert _bails(telemetry, "acme", "no_content_no_tool_calls") == 1
+    assert bails_of(telemetry, "acme", "no_content_no_tool_calls") == 1
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "error"}) == 1
     run = telemetry.span("invoke_agent helper")
     assert run.attributes is not None
@@ -194,7 +179,7 @@ def test_spent_retries_on_an_invalid_structured_answer_are_a_silent_bail(
     agent = _agent(telemetry, invalid, output_type=Forecast)
     with tenant_scope("acme"), pytest.raises(UnexpectedModelBehavior):
         agent.run_sync("q")
-    assert _bails(telemetry, "acme", "tool_calls_with_no_text") == 1
+    assert bails_of(telemetry, "acme", "tool_calls_with_no_text") == 1
 
 
 def test_a_content_filter_is_an_error_not_a_silent_bail(telemetry: InMemoryTelemetry) -> None:
@@ -218,7 +203,7 @@ def test_the_tenant_is_the_scope_else_the_run_metadata(telemetry: InMemoryTeleme
         agent.run_sync("q", usage_limits=limits, metadata={"tenant_id": "globex"})
     with tenant_scope("acme"), pytest.raises(UsageLimitExceeded):
         agent.run_sync("q", usage_limits=limits, metadata={"tenant_id": "globex"})
-    assert _bails(telemetry, "globex") == 1 and _bails(telemetry, "acme") == 1
+    assert bails_of(telemetry, "globex") == 1 and bails_of(telemetry, "acme") == 1
 
 
 def test_a_failing_tool_marks_its_span_and_the_run_goes_on(telemetry: InMemoryTelemetry) -> None:
@@ -308,7 +293,7 @@ async def test_the_streamed_path_bails_and_answers_alike(telemetry: InMemoryTele
         with pytest.raises(UsageLimitExceeded):
             async with agent.run_stream("q", model=loop, usage_limits=limits) as result:
                 await result.get_output()
-    assert _bails(telemetry, "acme", "tool_calls_with_no_text") == 1
+    assert bails_of(telemetry, "acme", "tool_calls_with_no_text") == 1
     assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 1
 
 
