@@ -146,7 +146,11 @@ class RunFlow:
         # The bail is counted whatever else is wrong with the event: it is what operators page
         # on. A run paused for its user is the exception: it has not answered yet.
         if not paused:
-            core.metrics.silent_bail(run.tenant if run is not None else core.tenant(None), reason)
+            core.metrics.silent_bail(
+                run.tenant if run is not None else core.tenant(None),
+                reason,
+                span_link(run.span.get_span_context()) if run is not None else None,
+            )
         if run is None:
             core.drop("react_loop_end", UNKNOWN_RUN if run_id else MALFORMED)
             return

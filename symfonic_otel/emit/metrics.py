@@ -22,7 +22,7 @@ from typing import Any, Final
 from opentelemetry.metrics import Meter, MeterProvider
 
 from symfonic_otel import semconv
-from symfonic_otel.emit import metric_attrs, tenant_counters
+from symfonic_otel.emit import metric_attrs, tenant_hub
 from symfonic_otel.emit.budget import (
     DETAIL_POOL,
     MAX_ERROR_TYPES,
@@ -77,10 +77,10 @@ class MetricEmitter:
         self._add = self.recorder.add  # counters: summed per series, one SDK add per collection
         self.tenants = tenants if tenants is not None else ActiveTenants()
         self.counters = TenantCounters(self.tenants, TENANT_DETAIL_SETS)
-        tenant_counters.register(self.counters, meter, meter_provider)
+        tenant_hub.register(self.counters, meter, meter_provider)
         # Once this emitter (its handler) is gone, its totals are reported for one idle time.
         weakref.finalize(self, self.counters.orphan)
-        self._count = self.counters.add  # per-tenant counters: totals reported by callbacks
+        self._count = self.counters.add  # per-tenant counters: this package's own totals
         self.tenant_histograms = tenant_histograms
         self._attrs = metric_attrs.AgentAttrs(agent_name)
         self.agent_attrs: dict[str, Any] = {semconv.GEN_AI_AGENT_NAME: agent_name}
@@ -152,6 +152,8 @@ class MetricEmitter:
                 ("runs", tenant, outcome, empty, paused), attrs.runs, tenant, outcome, empty, paused
             ),
             1,
+            None,
+            link if outcome == "error" else None,  # an errored run's trace
         )
         self._add(instruments.active_runs, -1, self.agent_attrs)
         if stop_reason is not None:
@@ -174,12 +176,15 @@ class MetricEmitter:
     def orphaned(self) -> None:
         self._add(self.instruments.orphaned_runs, 1, self.agent_attrs)
 
-    def silent_bail(self, tenant: str, reason: str) -> None:
+    def silent_bail(self, tenant: str, reason: str, link: SpanLink | None = None) -> None:
+        """One bail; ``link``, the run's span, becomes the tenant's bail exemplar."""
         self._count(
             _BAILS,
             tenant,
             self._cached(("bail", tenant, reason), self._attrs.bail, tenant, reason),
             1,
+            None,
+            link,
         )
 
     def fabrication(self, tenant: str, mode: str, action: str, confidence: float) -> None:

@@ -1,32 +1,25 @@
-"""Per-tenant counters that forget a tenant: observable counters fed from our own totals.
+"""Per-tenant counter totals, kept by this package and forgotten tenant by tenant.
 
-The OpenTelemetry SDK never forgets an attribute set of a synchronous instrument under
-cumulative temporality: a tenant that left would be exported for the life of the process. An
-asynchronous instrument's series ends when its callback stops reporting it (the Prometheus
-endpoint and cumulative OTLP both stop serving it at the next collection). So the counters that
-carry ``tenant.id`` are observable counters whose callbacks report the running totals kept here,
-per handler and per tenant; when ``ActiveTenants`` frees a tenant's slot, its totals are
-dropped and its series vanish. A tenant that returns starts again at zero, which Prometheus'
-``increase()`` reads as a counter reset.
+The OpenTelemetry Python SDK keeps an aggregation for every attribute set an instrument was
+ever given, and no public API releases one: a tenant that left would cost memory, collection
+time and cardinality for the life of the process. So the counters that carry ``tenant.id`` are
+not SDK instruments at all. Their totals live here, per handler and per tenant; when
+``ActiveTenants`` frees a tenant's slot its series are dropped, every byte with them, and a
+tenant that returns starts new series at zero (a counter reset to Prometheus' ``increase()``).
+``tenant_hub`` hands the totals to every reader of the MeterProvider, as the specification's
+metric producer would.
 
 Each tenant may hold ``detail_cap`` detailed attribute sets per instrument (a real model, node
 or pass-through stop reason); past that, a new detailed set is folded into the tenant's coarse
 set, so every count still lands on its tenant and a tenant's series stay bounded.
-
-Handlers that share a MeterProvider share its observable instruments (the SDK registers a name
-once per meter and ignores a second registration's callbacks): one hub per provider reports the
-totals of every live handler on it, summing sets two handlers both count.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Mapping
 from typing import Any, Final
-
-from opentelemetry import metrics
-from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
 from symfonic_otel import semconv
 from symfonic_otel.emit.tenants import ActiveTenants
@@ -46,14 +39,30 @@ TENANT_COUNTER_NAMES: Final = frozenset(spec.name for spec in TENANT_COUNTERS)
 # A series' values then its keys, in the builder's order: the same set always gives the same
 # key, and a tuple of existing objects is a fraction of the size of a frozenset of items.
 SeriesKey = tuple[Any, ...]
+# The latest count of a series that came with a sampled span: (trace id, span id, value, ns).
+Exemplar = tuple[int, int, float, int]
+SpanLink = tuple[int, int]
 
 
-class _Series:
-    __slots__ = ("attributes", "total")
+class Series:
+    """One attribute set's running total since ``start_ns``, and what renders it.
 
-    def __init__(self, attributes: Mapping[str, Any], total: float) -> None:
+    ``line`` caches the series' exposition line for the total it was rendered at
+    (``line_total``), so a scrape formats only the series whose counts changed.
+    """
+
+    __slots__ = ("attributes", "exemplar", "key", "line", "line_total", "start_ns", "total")
+
+    def __init__(
+        self, key: SeriesKey, attributes: Mapping[str, Any], total: float, start_ns: int
+    ) -> None:
+        self.key = key
         self.attributes = attributes
         self.total = total
+        self.start_ns = start_ns
+        self.exemplar: Exemplar | None = None
+        self.line: str | None = None
+        self.line_total: float = 0
 
 
 class _Tenant:
@@ -72,10 +81,10 @@ class TenantCounters:
     __slots__ = (
         "__weakref__",
         "_detail_cap",
-        "_lock",
-        "_series",
         "_tenants",
+        "lock",
         "orphaned_at",
+        "series",
         "tenants",
     )
 
@@ -84,9 +93,10 @@ class TenantCounters:
         # When the handler owning these totals was garbage-collected (clock seconds), if it was.
         self.orphaned_at: float | None = None
         self._detail_cap = detail_cap
-        self._series: dict[str, dict[SeriesKey, _Series]] = {n: {} for n in TENANT_COUNTER_NAMES}
+        self.series: dict[str, dict[SeriesKey, Series]] = {n: {} for n in TENANT_COUNTER_NAMES}
         self._tenants: dict[str, _Tenant] = {}
-        self._lock = threading.Lock()
+        # Readers iterate ``series`` under this lock: a scrape never sees a set half-added.
+        self.lock = threading.Lock()
         tenants.on_evict(self.drop)
 
     def add(
@@ -96,31 +106,50 @@ class TenantCounters:
         attributes: Mapping[str, Any],
         value: float,
         fold: Mapping[str, Any] | None = None,
+        link: SpanLink | None = None,
     ) -> None:
-        """Add ``value`` to the tenant's series; ``fold`` is the coarse set of a detailed one."""
+        """Add ``value`` to the tenant's series; ``fold`` is the coarse set of a detailed one.
+
+        ``link``, a sampled span this count belongs to, becomes the series' exemplar.
+        """
         self.tenants.touch(tenant)
         key: SeriesKey = (*attributes.values(), *attributes)
-        series = self._series[name]
-        with self._lock:
+        series = self.series[name]
+        with self.lock:
             current = series.get(key)
-            if current is not None:
+            if current is None:
+                current = self._new_series(name, tenant, key, attributes, value, fold)
+            else:
                 current.total += value
-                return
-            held = self._tenants.get(tenant)
-            if held is None:
-                held = self._tenants[tenant] = _Tenant()
-            if fold is not None:
-                if held.details.get(name, 0) >= self._detail_cap:
-                    attributes, fold = fold, None
-                    key = (*attributes.values(), *attributes)
-                    current = series.get(key)
-                    if current is not None:
-                        current.total += value
-                        return
-                else:
-                    held.details[name] = held.details.get(name, 0) + 1
-            series[key] = _Series(attributes, value)
-            held.keys.append((name, key))
+            if link is not None:
+                current.exemplar = (link[0], link[1], value, time.time_ns())
+
+    def _new_series(
+        self,
+        name: str,
+        tenant: str,
+        key: SeriesKey,
+        attributes: Mapping[str, Any],
+        value: float,
+        fold: Mapping[str, Any] | None,
+    ) -> Series:
+        series = self.series[name]
+        held = self._tenants.get(tenant)
+        if held is None:
+            held = self._tenants[tenant] = _Tenant()
+        if fold is not None:
+            if held.details.get(name, 0) >= self._detail_cap:
+                key = (*fold.values(), *fold)
+                current = series.get(key)
+                if current is not None:
+                    current.total += value
+                    return current
+                attributes = fold
+            else:
+                held.details[name] = held.details.get(name, 0) + 1
+        created = series[key] = Series(key, attributes, value, time.time_ns())
+        held.keys.append((name, key))
+        return created
 
     def knows(self, tenant: str) -> bool:
         """Whether the tenant holds series here (it was seen since it last gave its slot back)."""
@@ -128,22 +157,25 @@ class TenantCounters:
 
     def drop(self, tenant: str) -> None:
         """Forget the tenant's totals: its series are no longer reported."""
-        with self._lock:
+        with self.lock:
             held = self._tenants.pop(tenant, None)
             if held is None:
                 return
             for name, key in held.keys:
-                self._series[name].pop(key, None)
+                self.series[name].pop(key, None)
 
-    def snapshot(self, name: str) -> list[_Series]:
-        with self._lock:
-            return [_Series(s.attributes, s.total) for s in self._series[name].values()]
+    def snapshot(self, name: str) -> list[Series]:
+        """Copies of the live series of ``name`` (tests, the report): safe to keep."""
+        with self.lock:
+            return [
+                Series(s.key, s.attributes, s.total, s.start_ns) for s in self.series[name].values()
+            ]
 
     def series_count(self, name: str | None = None) -> int:
-        with self._lock:
+        with self.lock:
             if name is not None:
-                return len(self._series[name])
-            return sum(len(series) for series in self._series.values())
+                return len(self.series[name])
+            return sum(len(series) for series in self.series.values())
 
     def tenant_count(self) -> int:
         return len(self._tenants)
@@ -156,72 +188,3 @@ class TenantCounters:
         """An orphan whose idle time has passed: nothing of it needs reporting any more."""
         orphaned_at = self.orphaned_at
         return orphaned_at is not None and self.tenants.clock() - orphaned_at > self.tenants.idle_s
-
-
-class _Hub:
-    """The observable counters of one MeterProvider, reporting every handler's totals.
-
-    Stores are held strongly: counts a handler recorded are still exported after the handler
-    itself is garbage-collected, like its idle tenants, for one idle time.
-    """
-
-    def __init__(self, meter: Meter) -> None:
-        self.stores: list[TenantCounters] = []
-        self._lock = threading.Lock()
-        for spec in TENANT_COUNTERS:
-            meter.create_observable_counter(
-                spec.name,
-                callbacks=[self._callback(spec.name)],
-                unit=spec.unit,
-                description=spec.description,
-            )
-
-    def add_store(self, store: TenantCounters) -> None:
-        with self._lock:
-            self.stores.append(store)
-
-    def _callback(self, name: str) -> Any:
-        def observe(options: CallbackOptions) -> Iterable[Observation]:
-            with self._lock:
-                if any(store.expired() for store in self.stores):
-                    self.stores = [store for store in self.stores if not store.expired()]
-                stores = list(self.stores)
-            for store in stores:
-                store.tenants.expire()  # idle tenants leave before this collection reads them
-            if len(stores) == 1:
-                return [Observation(s.total, s.attributes) for s in stores[0].snapshot(name)]
-            merged: dict[frozenset[tuple[str, Any]], _Series] = {}
-            for store in stores:
-                for s in store.snapshot(name):
-                    key = frozenset(s.attributes.items())
-                    if key in merged:
-                        merged[key].total += s.total
-                    else:
-                        merged[key] = s
-            return [Observation(s.total, s.attributes) for s in merged.values()]
-
-        return observe
-
-
-_hubs: weakref.WeakKeyDictionary[object, _Hub] = weakref.WeakKeyDictionary()
-_global_hub: list[_Hub] = []
-_lock = threading.Lock()
-
-
-def register(store: TenantCounters, meter: Meter, provider: MeterProvider | None) -> None:
-    """Report ``store``'s totals through the observable counters of ``provider``'s meter.
-
-    Handlers built without a provider (the global one) share one hub, whenever the global
-    provider is set; so does a handler given the provider that is global at that moment.
-    """
-    with _lock:
-        if provider is None or provider is metrics.get_meter_provider():
-            if not _global_hub:
-                _global_hub.append(_Hub(meter))
-            hub = _global_hub[0]
-        else:
-            found = _hubs.get(provider)
-            if found is None:
-                found = _hubs[provider] = _Hub(meter)
-            hub = found
-    hub.add_store(store)

@@ -18,8 +18,8 @@ from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE,
     OTEL_EXPORTER_OTLP_PROTOCOL,
 )
-from opentelemetry.sdk.metrics import MeterProvider, ObservableCounter
-from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from symfonic_otel import semconv
@@ -99,29 +99,18 @@ def otlp_metric_exporter(
     Without a batch size the SDK sends one message per collection, whatever its size: past a few
     hundred tenants it exceeds a collector's 4 MiB gRPC receive limit and every point is lost.
     The SDK's own splitting (``max_export_batch_size``) keeps each message bounded.
-
-    Under the ``delta`` preference, observable counters stay cumulative (what ``lowmemory``
-    does): the per-tenant counters report running totals that restart at zero when a tenant
-    returns after eviction, and the SDK's delta of them is then one negative point on a
-    monotonic counter. Delta saves nothing for them either: every tenant still reported gets a
-    point, zero or not.
+    The temporality preference is the exporter's own (``OTEL_EXPORTER_OTLP_METRICS_*``); the
+    per-tenant counters follow what it asks of a counter (see ``emit.tenant_points``).
     """
-    temporality: dict[type, AggregationTemporality] = {}
-    if delta_preferred():
-        temporality[ObservableCounter] = AggregationTemporality.CUMULATIVE
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
 
-        return OTLPMetricExporter(
-            max_export_batch_size=batch_size, preferred_temporality=temporality
-        )
+        return OTLPMetricExporter(max_export_batch_size=batch_size)
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
         OTLPMetricExporter as HttpOTLPMetricExporter,
     )
 
-    return HttpOTLPMetricExporter(
-        max_export_batch_size=batch_size, preferred_temporality=temporality
-    )
+    return HttpOTLPMetricExporter(max_export_batch_size=batch_size)
 
 
 def observe_span_losses(

@@ -11,26 +11,36 @@ Prometheus keeps the first sample of a duplicate, and counters read stale. Here:
   serves its own, fresher, collection);
 * ``ScrapeCollector`` (the served registry's only collector) runs one scrape at a time, so two
   concurrent scrapes never queue two collections for one translation, and puts the exemplars of
-  the collection it served on their bucket samples.
+  the collection it served on their bucket samples;
+* ``PrometheusEndpoint`` serves, in one response, those SDK families and the per-tenant counters
+  rendered from the package's own store (``tenant_exposition``): the reader is marked so the
+  SDK collection leaves them out, and the response is streamed (gzip when asked), so a scrape
+  holds at most one copy of the text.
 """
 
 from __future__ import annotations
 
-import inspect
+import socket
 import threading
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from socketserver import ThreadingMixIn
+from typing import Any, Final
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from opentelemetry.sdk.metrics.export import MetricReader, MetricsData
+from opentelemetry.sdk.metrics.export import MetricsData
 from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.metrics_core import Metric as PrometheusMetric
 
 from symfonic_otel.emit.exemplars import ExemplarReader, exemplar_index, with_exemplars
+from symfonic_otel.emit.reader_hook import RENDERS_TENANT_COUNTERS
+from symfonic_otel.emit.tenant_hub import TenantHub
+from symfonic_otel.export.tenant_exposition import TenantExposition
 
-if TYPE_CHECKING:
-    from wsgiref.simple_server import WSGIServer
+__all__ = ["LatestCollectionReader", "PrometheusEndpoint", "ScrapeCollector", "start_prometheus"]
 
-__all__ = ["LatestCollectionReader", "ScrapeCollector", "start_prometheus"]
+_EOF: Final = b"# EOF\n"
 
 
 class LatestCollectionReader(ExemplarReader):
@@ -38,6 +48,7 @@ class LatestCollectionReader(ExemplarReader):
 
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(registry)
+        setattr(self, RENDERS_TENANT_COUNTERS, True)  # the endpoint renders them itself
         self._queue_lock = threading.Lock()
         self._scraping: int | None = None  # ident of the thread translating a scrape
 
@@ -85,35 +96,106 @@ class ScrapeCollector:
         yield from families
 
 
-def start_prometheus(host: str, port: int) -> tuple[MetricReader, WSGIServer, threading.Thread]:
-    """A Prometheus reader on its own registry, served by prometheus_client's HTTP server.
+class PrometheusEndpoint:
+    """The WSGI app of the scrape endpoint: the SDK's families, then the per-tenant counters.
+
+    Scrapes run one at a time (the SDK collection and the render cache are not shared by two).
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+        self._exposition: TenantExposition | None = None
+        self._lock = threading.Lock()
+
+    def bind(self, hub: TenantHub) -> None:
+        """Serve ``hub``'s per-tenant counters (the MeterProvider this endpoint reads)."""
+        self._exposition = TenantExposition(hub)
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., object]
+    ) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/favicon.ico":
+            start_response("200 OK", [])
+            return [b""]
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        openmetrics = content_type.startswith("application/openmetrics-text")
+        gzip = gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", ""))
+        headers = [("Content-Type", content_type)]
+        if gzip:
+            headers.append(("Content-Encoding", "gzip"))
+        self._lock.acquire()
+        try:
+            sdk = encoder(self._registry)
+        except BaseException:
+            self._lock.release()
+            raise
+        start_response("200 OK", headers)
+        return self._body(sdk, openmetrics, gzip)
+
+    def _body(self, sdk: bytes, openmetrics: bool, gzip: bool) -> Iterator[bytes]:
+        """Streams the response; the scrape lock is held until its last byte is produced."""
+        try:
+            compressor = zlib.compressobj(wbits=31) if gzip else None
+            for chunk in self._parts(sdk, openmetrics):
+                yield compressor.compress(chunk) if compressor is not None else chunk
+            if compressor is not None:
+                yield compressor.flush()
+        finally:
+            self._lock.release()
+
+    def _parts(self, sdk: bytes, openmetrics: bool) -> Iterator[bytes]:
+        yield sdk.removesuffix(_EOF) if openmetrics else sdk
+        if self._exposition is not None:
+            for text in self._exposition.chunks(openmetrics):
+                yield text.encode()
+        if openmetrics:
+            yield _EOF
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """A library prints nothing on its own: no access log on stderr."""
+
+
+def start_prometheus(
+    host: str, port: int
+) -> tuple[LatestCollectionReader, PrometheusEndpoint, WSGIServer, threading.Thread]:
+    """A Prometheus reader on its own registry, served by this package's endpoint.
 
     A dedicated ``CollectorRegistry`` keeps two configurations in one process (tests, or an app
-    that reconfigures) from colliding on the global registry, and the scrape shows only this
-    package's SDK metrics. Older readers without a ``registry`` argument use the default
-    registry, without exemplars or the one-collection guarantee.
+    that reconfigures) from colliding on the global registry; the endpoint serves this
+    package's SDK metrics and, once bound to the provider's hub, the per-tenant counters.
     """
-    from opentelemetry.exporter.prometheus import PrometheusMetricReader
-    from prometheus_client import REGISTRY, start_http_server
-
-    reader: PrometheusMetricReader
-    if "registry" in inspect.signature(PrometheusMetricReader).parameters:
-        families = CollectorRegistry(auto_describe=True)
-        reader = LatestCollectionReader(families)
-        registry = CollectorRegistry()
-        registry.register(ScrapeCollector(families, reader))
-    else:  # pragma: no cover - exporter releases before the registry argument
-        registry = REGISTRY
-        reader = PrometheusMetricReader()
+    families = CollectorRegistry(auto_describe=True)
+    reader = LatestCollectionReader(families)
+    registry = CollectorRegistry()
+    registry.register(ScrapeCollector(families, reader))
+    endpoint = PrometheusEndpoint(registry)
+    server_class = type("_Server", (_Server,), {"address_family": _family(host, port)})
     try:
-        started = start_http_server(port, addr=host, registry=registry)
+        server: WSGIServer = make_server(
+            host, port, endpoint, server_class, handler_class=_QuietHandler
+        )
     except OSError as exc:
         reader.shutdown()
         raise ValueError(
             f"prometheus_port {port} on prometheus_host {host!r} cannot be bound: {exc}"
         ) from exc
-    if not isinstance(started, tuple):  # pragma: no cover - prometheus_client < 0.17
-        reader.shutdown()
-        raise RuntimeError("prometheus_client >= 0.17 is required to close the metrics server")
-    server, thread = started
-    return reader, server, thread
+    thread = threading.Thread(
+        target=server.serve_forever, name="symfonic-otel-prometheus", daemon=True
+    )
+    thread.start()
+    return reader, endpoint, server, thread
+
+
+def _family(host: str, port: int) -> socket.AddressFamily:
+    """IPv6 for an IPv6 host, as prometheus_client's own server chooses."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return socket.AF_INET
+    return infos[0][0] if infos else socket.AF_INET

@@ -36,19 +36,19 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
 )
 
+from symfonic_otel.emit import tenant_hub
 from symfonic_otel.emit.budget import cardinality_view
 from symfonic_otel.export.exporters import (
     DEFAULT_OTLP_METRIC_BATCH,
     PROTOCOLS,
     OtlpProtocol,
-    delta_preferred,
     observe_span_losses,
     otlp_metric_exporter,
     otlp_span_exporter,
     protocol_for,
 )
 from symfonic_otel.export.handle import Telemetry
-from symfonic_otel.export.prometheus import start_prometheus
+from symfonic_otel.export.prometheus import PrometheusEndpoint, start_prometheus
 from symfonic_otel.export.selection import choose_exporters
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.logs import FailureLog, get_logger
@@ -87,8 +87,8 @@ def configure_telemetry(
       endpoint variable is set (see ``export.selection``). ``True`` / ``False`` force it.
       Endpoint, headers, timeout, compression, TLS and metrics temporality come from the standard
       ``OTEL_EXPORTER_OTLP_*`` variables, read by the official exporters themselves; under the
-      ``delta`` temporality preference observable counters (the per-tenant counters) stay
-      cumulative, as under ``lowmemory``, and one warning says so.
+      ``delta`` preference the per-tenant counters send true deltas, only for series that
+      changed in the interval.
     * ``otlp_protocol``: overrides ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL`` /
       ``OTEL_EXPORTER_OTLP_PROTOCOL`` (default ``grpc``).
     * ``console``: also print spans and metrics to stdout (development).
@@ -136,6 +136,7 @@ def configure_telemetry(
     batch_processors: list[DropCountingBatchSpanProcessor] = []
     readers: list[MetricReader] = []
     prometheus_server: WSGIServer | None = None
+    prometheus_endpoint: PrometheusEndpoint | None = None
     prometheus_thread: threading.Thread | None = None
 
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
@@ -155,17 +156,6 @@ def configure_telemetry(
 
     if metrics_otlp:
         metric_exporter = otlp_metric_exporter(metrics_protocol, otlp_metric_batch_size)
-        if delta_preferred():
-            # The SDK's delta of an observable counter goes negative when a tenant returns
-            # after eviction (its totals restart at zero): those counters stay cumulative.
-            log.warning(
-                "symfonic_otel.delta_keeps_observable_counters_cumulative",
-                variable="OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
-                delta="counters, histograms",
-                cumulative="observable counters (the per-tenant counters), up-down counters",
-                hint="a delta of a returning tenant's counters would be negative; "
-                "set the variable to lowmemory for this same export without this warning",
-            )
         exporters.append(metric_exporter)
         readers.append(
             PeriodicExportingMetricReader(
@@ -179,8 +169,8 @@ def configure_telemetry(
             )
         )
     if prometheus_port is not None:
-        prometheus_reader, prometheus_server, prometheus_thread = start_prometheus(
-            prometheus_host, prometheus_port
+        prometheus_reader, prometheus_endpoint, prometheus_server, prometheus_thread = (
+            start_prometheus(prometheus_host, prometheus_port)
         )
         readers.append(prometheus_reader)
     readers.extend(metric_readers)
@@ -215,6 +205,8 @@ def configure_telemetry(
                 "pass telemetry.tracer_provider / meter_provider to handlers explicitly",
             )
 
+    if prometheus_endpoint is not None:
+        prometheus_endpoint.bind(tenant_hub.hub_for(meter_provider))
     observe_span_losses(meter_provider, batch_processors)
     telemetry = Telemetry(
         tracer_provider=tracer_provider,

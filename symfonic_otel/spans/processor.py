@@ -252,7 +252,7 @@ class SilentBailSpanProcessor(SpanProcessor):
             link=run.run_link,
         )
         if verdict.bail is not None:
-            emitter.silent_bail(tenant, verdict.bail)
+            emitter.silent_bail(tenant, verdict.bail, run.run_link)
 
 
 def _failed(span: ReadableSpan) -> bool:

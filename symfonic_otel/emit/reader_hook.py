@@ -1,0 +1,92 @@
+"""The one place that reaches into the OTel SDK: a metric producer for every reader.
+
+The specification's ``MetricProducer`` lets a reader merge metrics from outside the SDK's own
+instruments; the Python SDK (through 1.45) has none (opentelemetry-python #4768). Until it does,
+this module wraps the collect callback the MeterProvider gives each of its readers (the
+measurement consumer's ``collect``, set through ``MetricReader._set_collect_callback``), so that
+every collection, by any reader (periodic OTLP, the SDK's Prometheus reader, an in-memory
+reader), returns the SDK's metrics plus the per-tenant counters. Readers added later get the
+wrapped callback too, since the consumer's attribute is replaced.
+
+``install`` checks that each private name is there before touching anything and reports
+whether it succeeded; the caller falls back to observable counters when it did not. Once the
+SDK has a producer, ``TenantPoints.produce`` plugs in as one and this module goes.
+
+Private names used: ``MeterProvider._measurement_consumer`` (its ``collect`` and
+``_reader_storages``), ``MeterProvider._sdk_config.resource``,
+``MetricReader._set_collect_callback`` and ``MetricReader._instrument_class_temporality``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk.metrics import Counter
+from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricReader, MetricsData
+from opentelemetry.sdk.resources import Resource
+
+from symfonic_otel.emit.tenant_points import TenantPoints
+from symfonic_otel.logs import get_logger
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    from symfonic_otel.emit.tenant_hub import TenantHub
+
+# A reader carrying this attribute (set True) renders the per-tenant counters itself (this
+# package's Prometheus endpoint): its collections get the SDK's metrics only.
+RENDERS_TENANT_COUNTERS = "symfonic_renders_tenant_counters"
+
+Collect = Callable[..., MetricsData | None]
+
+
+def available(provider: MeterProvider) -> bool:
+    """Whether this SDK has every private name the hook needs."""
+    consumer = getattr(provider, "_measurement_consumer", None)
+    return (
+        callable(getattr(consumer, "collect", None))
+        and isinstance(getattr(consumer, "_reader_storages", None), Mapping)
+        and isinstance(getattr(getattr(provider, "_sdk_config", None), "resource", None), Resource)
+        and callable(getattr(MetricReader, "_set_collect_callback", None))
+    )
+
+
+def install(provider: MeterProvider, hub: TenantHub) -> bool:
+    """Make every reader of ``provider`` collect ``hub``'s counters too; False if it cannot."""
+    if not available(provider):
+        return False
+    consumer: Any = provider._measurement_consumer
+    original: Collect = consumer.collect
+    resource: Resource = provider._sdk_config.resource
+    points = TenantPoints(hub, resource)
+    failures = [0]
+
+    def collect(reader: MetricReader, timeout_millis: float = 10_000) -> MetricsData | None:
+        data = original(reader, timeout_millis=timeout_millis)
+        if getattr(reader, RENDERS_TENANT_COUNTERS, False):
+            return data
+        try:
+            return points.produce(reader, temporality(reader), data)
+        except Exception as exc:  # the SDK's own metrics are never lost to ours
+            failures[0] += 1
+            if failures[0] == 1:
+                get_logger().warning(
+                    "symfonic_otel.tenant_counters_collection_failed", error=type(exc).__name__
+                )
+            return data
+
+    consumer.collect = collect
+    for reader in list(consumer._reader_storages):
+        reader._set_collect_callback(collect)
+    return True
+
+
+def temporality(reader: MetricReader) -> AggregationTemporality:
+    """What the reader asks of a synchronous counter (the per-tenant counters' semantics)."""
+    preferred = getattr(reader, "_instrument_class_temporality", None)
+    if isinstance(preferred, Mapping):
+        for kind, value in preferred.items():
+            if isinstance(kind, type) and issubclass(kind, Counter):
+                return value  # type: ignore[no-any-return]
+    return AggregationTemporality.CUMULATIVE

@@ -1,0 +1,184 @@
+"""One MeterProvider's per-tenant counters: every live handler's totals, handed to its readers.
+
+Handlers that share a MeterProvider share its hub. At every collection the hub forgets idle
+tenants and orphans past their idle time, then serves the live series to the reader: through
+``reader_hook`` as OTel points (every reader of an SDK MeterProvider, the user's own included),
+and to this package's Prometheus endpoint, which renders them itself. Only where that hook
+cannot be installed (a MeterProvider that is not the SDK's, or an SDK whose internals moved) do
+the totals go through observable counters as before, with the SDK's memory cost, logged once.
+
+Handlers built before any global MeterProvider was set wait in the pending hub, which attaches
+to the global provider at its first collection.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+
+from symfonic_otel import semconv
+from symfonic_otel._version import __version__
+from symfonic_otel.emit import reader_hook
+from symfonic_otel.emit.recorder import recorder_for
+from symfonic_otel.emit.tenant_counters import TENANT_COUNTERS, Series, TenantCounters
+from symfonic_otel.logs import get_logger
+from symfonic_otel.semconv import InstrumentSpec
+
+
+class TenantHub:
+    """The per-tenant counter stores reporting to one MeterProvider.
+
+    Stores are held strongly: counts a handler recorded are still reported after the handler
+    itself is garbage-collected, like its idle tenants, for one idle time.
+    """
+
+    def __init__(self) -> None:
+        self.stores: list[TenantCounters] = []
+        self._lock = threading.Lock()
+        self.attached: object | None = None  # the provider whose readers see this hub
+        self.fallback = False  # reported through observable counters instead
+
+    def add_store(self, store: TenantCounters) -> None:
+        with self._lock:
+            self.stores.append(store)
+
+    def live_stores(self) -> list[TenantCounters]:
+        """The stores still reported, after forgetting idle tenants and expired orphans."""
+        with self._lock:
+            if any(store.expired() for store in self.stores):
+                self.stores = [store for store in self.stores if not store.expired()]
+            stores = list(self.stores)
+        for store in stores:
+            store.tenants.expire()  # idle tenants leave before this collection reads them
+        return stores
+
+    def families(self) -> Iterator[tuple[InstrumentSpec, list[Series]]]:
+        """Every per-tenant counter with its live series, read once per collection.
+
+        One store's series are served as they are (their render cache survives); the series
+        of several stores are summed per attribute set into fresh objects.
+        """
+        stores = self.live_stores()
+        for spec in TENANT_COUNTERS:
+            if len(stores) == 1:
+                store = stores[0]
+                with store.lock:
+                    series = list(store.series[spec.name].values())
+                yield spec, series
+                continue
+            merged: dict[tuple[Any, ...], Series] = {}
+            for store in stores:
+                with store.lock:
+                    parts = list(store.series[spec.name].values())
+                for part in parts:
+                    found = merged.get(part.key)
+                    if found is None:
+                        found = merged[part.key] = Series(
+                            part.key, part.attributes, part.total, part.start_ns
+                        )
+                        found.exemplar = part.exemplar
+                        continue
+                    found.total += part.total
+                    found.start_ns = min(found.start_ns, part.start_ns)
+                    if part.exemplar is not None and (
+                        found.exemplar is None or part.exemplar[3] > found.exemplar[3]
+                    ):
+                        found.exemplar = part.exemplar
+            yield spec, list(merged.values())
+
+    def attach(self, provider: object, meter: Meter) -> None:
+        """Serve this hub to ``provider``'s readers; observable counters where that fails."""
+        with self._lock:
+            if self.attached is not None:
+                return
+            self.attached = provider
+        if isinstance(provider, SdkMeterProvider) and reader_hook.install(provider, self):
+            return
+        get_logger().warning(
+            "symfonic_otel.tenant_counters_through_sdk_instruments",
+            provider=type(provider).__name__,
+            hint="the per-tenant counters are exported through observable counters, whose "
+            "attribute sets the SDK keeps for the life of the process",
+        )
+        self.fallback = True
+        for spec in TENANT_COUNTERS:
+            meter.create_observable_counter(
+                spec.name,
+                callbacks=[self._observe(spec.name)],
+                unit=spec.unit,
+                description=spec.description,
+            )
+
+    def _observe(self, name: str) -> Any:
+        def observe(options: CallbackOptions) -> Iterable[Observation]:
+            for spec, series in self.families():
+                if spec.name == name:
+                    return [Observation(s.total, s.attributes) for s in series]
+            return ()
+
+        return observe
+
+
+_hubs: weakref.WeakKeyDictionary[object, TenantHub] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+class _PendingHub(TenantHub):
+    """Handlers built while no global MeterProvider was set: attached at its first collection.
+
+    The recorder's collection hook on the global proxy meter runs once a provider is set and
+    collects; it moves these stores to that provider's hub (counted from the next collection).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._hooked: weakref.WeakSet[object] = weakref.WeakSet()
+
+    def wait_for_global(self, store: TenantCounters, meter: Meter) -> None:
+        self.add_store(store)
+        recorder = recorder_for(meter)
+        with self._lock:
+            if recorder in self._hooked:
+                return
+            self._hooked.add(recorder)
+        recorder.on_collect(self.adopt)
+
+    def adopt(self) -> None:
+        provider = metrics.get_meter_provider()
+        if not isinstance(provider, SdkMeterProvider):
+            return
+        with self._lock:
+            stores, self.stores = self.stores, []
+        if stores:
+            hub = hub_for(provider)
+            for store in stores:
+                hub.add_store(store)
+
+
+_pending = _PendingHub()
+
+
+def hub_for(provider: MeterProvider | SdkMeterProvider) -> TenantHub:
+    """The hub of ``provider``, made and attached on first use."""
+    with _lock:
+        hub = _hubs.get(provider)
+        if hub is None:
+            hub = _hubs[provider] = TenantHub()
+    if hub.attached is None:
+        hub.attach(provider, provider.get_meter(semconv.SCOPE_NAME, __version__))
+    return hub
+
+
+def register(store: TenantCounters, meter: Meter, provider: MeterProvider | None) -> None:
+    """Report ``store``'s totals to every reader of ``provider`` (the global one if None)."""
+    target = provider if provider is not None else metrics.get_meter_provider()
+    if isinstance(target, SdkMeterProvider) or provider is not None:
+        hub_for(target).add_store(store)
+        return
+    _pending.wait_for_global(store, meter)
