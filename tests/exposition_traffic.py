@@ -90,7 +90,9 @@ Family = tuple[str, str, str]  # documentation, type, unit
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-def parse(text: str, families: tuple[str, ...] = TENANT_FAMILIES) -> tuple[dict[str, Family], Series]:
+def parse(
+    text: str, families: tuple[str, ...] = TENANT_FAMILIES
+) -> tuple[dict[str, Family], Series]:
     """The named families' HELP, TYPE and unit, and every sample's value by name and labels."""
     found: dict[str, Family] = {}
     series: Series = {}

@@ -85,6 +85,8 @@ class ReceivedPoint:
     temporality: str  # "CUMULATIVE", "DELTA" or "" (gauge)
     is_monotonic: bool | None
     resource: dict[str, Any]
+    start_time_unix_nano: int = 0
+    exemplar_trace_ids: tuple[str, ...] = ()  # hex, as the trace's id reads elsewhere
 
 
 def _span_kind(kind: int) -> str:
@@ -163,6 +165,8 @@ def points_of(requests: list[ExportMetricsServiceRequest]) -> list[ReceivedPoint
                                 temporality=temporality,
                                 is_monotonic=monotonic,
                                 resource=resource,
+                                start_time_unix_nano=point.start_time_unix_nano,
+                                exemplar_trace_ids=tuple(e.trace_id.hex() for e in point.exemplars),
                             )
                         )
     return out

@@ -270,9 +270,8 @@ async def test_delta_temporality_from_the_standard_variable(
         await _scripted_run(_handler(telemetry))
         assert telemetry.force_flush()
     runs = _one(_points(otlp_env, semconv.AGENT_RUNS.name), "agent runs point")
-    # The per-tenant counters are observable: they stay cumulative (a returning tenant's delta
-    # would be negative); histograms go delta.
-    assert (runs.temporality, runs.value) == ("CUMULATIVE", 1.0)
+    # Every counter goes delta: the per-tenant ones as increments of the series that changed.
+    assert (runs.temporality, runs.value) == ("DELTA", 1.0)
     duration = _one(_points(otlp_env, semconv.AGENT_DURATION.name), "agent duration point")
     assert (duration.temporality, duration.count) == ("DELTA", 1)
 

@@ -186,7 +186,7 @@ def test_every_point_of_10000_tenants_arrives(
     assert getattr(limited, "rejected", 0) == 0
 
 
-def test_delta_export_carries_histograms_of_the_interval_and_cumulative_tenant_totals(
+def test_delta_export_carries_the_interval_only_histograms_and_changed_tenants(
     monkeypatch: pytest.MonkeyPatch, limited: OtlpReceiver
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
@@ -210,13 +210,13 @@ def test_delta_export_carries_histograms_of_the_interval_and_cumulative_tenant_t
     assert histograms and {p.temporality for p in histograms} == {"DELTA"}
     durations = [p for p in histograms if p.name == semconv.AGENT_DURATION.name]
     assert sum(p.count or 0 for p in durations) == runs
-    # The per-tenant counters report every tenant still active within its idle time, with its
-    # total since it arrived: cumulative, so a tenant that returns after eviction is a reset.
+    # The per-tenant counters send true deltas, and only for the series that changed: the 10 %
+    # of tenants that ran, with exactly the interval's runs.
     per_tenant = [p for p in interval if TENANT in p.attributes]
-    assert per_tenant and {(p.kind, p.temporality) for p in per_tenant} == {("sum", "CUMULATIVE")}
-    assert {p.attributes[TENANT] for p in per_tenant} == set(tenants)
+    assert per_tenant and {(p.kind, p.temporality) for p in per_tenant} == {("sum", "DELTA")}
+    assert {p.attributes[TENANT] for p in per_tenant} == set(active)
     counted = sum(p.value or 0 for p in per_tenant if p.name == semconv.AGENT_RUNS.name)
-    assert counted == before + runs
+    assert counted == runs and before == len(tenants)
 
 
 def test_the_delta_collector_recipe_accumulates_before_it_exports() -> None:

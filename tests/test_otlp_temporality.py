@@ -1,17 +1,17 @@
 """What each temporality preference exports for the per-tenant counters, on a real OTLP receiver.
 
-The per-tenant counters are observable counters reporting each tenant's running totals; a tenant
-idle past ``tenant_idle_s`` is evicted and, when it returns, starts again at zero. One scenario,
-played with a test clock, then exported at four points in time:
+The per-tenant counters are this package's own totals, handed to every reader at collection; a
+tenant idle past ``tenant_idle_s`` is evicted and, when it returns, starts a new series at zero.
+One scenario, played with a test clock, then exported at four points in time:
 
 1. ``acme`` runs three times (two silent bails), ``beta`` once;
 2. 50 s later ``beta`` runs again (``acme`` idle, still within its idle time);
 3. 60 s later ``beta`` runs again; ``acme`` (idle 110 s > 100 s) has been evicted;
 4. ``acme`` returns with one silent bail.
 
-The SDK's own ``delta`` exporter subtracts the last total it saw, so the returning tenant's first
-point is negative. ``configure_telemetry`` keeps observable counters cumulative under ``delta``
-(as the SDK's ``lowmemory`` does): the returning tenant is an ordinary counter reset.
+Each reader gets what it asks of a counter. Cumulative: every live series with its own start
+time, a returning tenant a reset. Delta (``delta`` and ``lowmemory`` alike): true increments
+since the reader's previous collection, only for series that changed, never negative.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from typing import Any, Final
 import pytest
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-from structlog.testing import capture_logs
 
 from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.emit.tenant_counters import TENANT_COUNTER_NAMES
@@ -38,7 +37,7 @@ PREFERENCE: Final = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"
 TENANT: Final = semconv.TENANT_ID
 IDLE_S: Final = 100.0
 BAIL: Final = "tool_calls_with_no_text"
-WARNING: Final = "symfonic_otel.delta_keeps_observable_counters_cumulative"
+WARNING: Final = "symfonic_otel.delta_keeps_observable_counters_cumulative"  # until 0.1
 Exports = list[list[ReceivedPoint]]
 
 
@@ -105,29 +104,42 @@ def _series(points: list[ReceivedPoint]) -> dict[tuple[str, frozenset[Any]], flo
     }
 
 
-def test_the_sdk_delta_exporter_sends_a_returning_tenant_one_negative_point(
-    monkeypatch: pytest.MonkeyPatch, receiver: HttpOtlpReceiver
+def _never_decreasing(series: list[dict[tuple[str, frozenset[Any]], float]]) -> None:
+    """A series never falls from one export to the next (a returning tenant is a new series)."""
+    for before, after in itertools.pairwise(series):
+        for key, value in after.items():
+            if key in before and value < before[key]:
+                pytest.fail(f"{key} fell from {before[key]} to {value} in consecutive exports")
+
+
+def _deltas_add_up(exports: Exports) -> None:
+    """Delta points are increments: none negative, none zero, summing to the cumulative total."""
+    points = [p for batch in exports for p in batch if p.name in TENANT_COUNTER_NAMES]
+    assert points and {p.temporality for p in points} == {"DELTA"}
+    assert all(p.is_monotonic and (p.value or 0) > 0 for p in points)
+    assert [_bails(batch, "acme") for batch in exports] == [[2], [], [], [1]]
+    beta_runs = [
+        sum(p.value or 0 for p in _of(batch, semconv.AGENT_RUNS.name, "beta")) for batch in exports
+    ]
+    assert beta_runs == [1, 1, 1, 0]
+
+
+@pytest.mark.parametrize("preference", ["delta", " DELTA ", "lowmemory"])
+def test_the_sdks_own_delta_exporter_gets_increments_and_never_a_negative_point(
+    monkeypatch: pytest.MonkeyPatch, receiver: HttpOtlpReceiver, preference: str
 ) -> None:
-    """Today's SDK behaviour, pinned: if an SDK release stops doing this, this test says so."""
-    monkeypatch.setenv(PREFERENCE, "delta")
+    """A reader of the user's own, added to the providers: no code of ours in its export path."""
+    monkeypatch.setenv(PREFERENCE, preference)
     plain = OTLPMetricExporter(endpoint=f"{receiver.endpoint}/v1/metrics")  # the SDK's own
     reader = PeriodicExportingMetricReader(plain, export_interval_millis=3_600_000)
     telemetry = configure_telemetry(otlp=False, set_global=False, metric_readers=[reader])
     with telemetry:
         exports, _ = _play(telemetry, receiver)
-
-    assert [_bails(points, "acme") for points in exports] == [[2], [0], [], [-1]]
-    sums = [p for points in exports for p in points if p.name in TENANT_COUNTER_NAMES]
-    assert sums and {p.temporality for p in sums} == {"DELTA"}
-    assert all(p.is_monotonic for p in sums)
-    # Every per-tenant counter of the returning tenant goes negative or stays at zero.
-    returned = [p for p in exports[3] if p.attributes.get(TENANT) == "acme"]
-    assert returned and all((p.value or 0) <= 0 for p in returned)
-    assert any((p.value or 0) < 0 for p in returned if p.name == semconv.LLM_TOKENS.name)
+    _deltas_add_up(exports)
 
 
 @pytest.mark.parametrize("preference", ["lowmemory", "delta", " DELTA "])
-def test_per_tenant_counters_arrive_cumulative_and_histograms_delta(
+def test_per_tenant_counters_arrive_as_deltas_of_changed_series_and_histograms_delta(
     monkeypatch: pytest.MonkeyPatch, receiver: HttpOtlpReceiver, preference: str
 ) -> None:
     monkeypatch.setenv(PREFERENCE, preference)
@@ -135,66 +147,58 @@ def test_per_tenant_counters_arrive_cumulative_and_histograms_delta(
     with telemetry:
         exports, runs = _play(telemetry, receiver)
 
-    per_tenant = [p for points in exports for p in points if p.name in TENANT_COUNTER_NAMES]
-    assert per_tenant and {p.temporality for p in per_tenant} == {"CUMULATIVE"}
-    assert all(p.is_monotonic for p in per_tenant)
+    _deltas_add_up(exports)
     histograms = [p for points in exports for p in points if p.kind == "histogram"]
     assert histograms and {p.temporality for p in histograms} == {"DELTA"}
     assert not any(TENANT in p.attributes for p in histograms)
+    # Histograms are deltas: each run lands in exactly one export.
+    durations = [p for p in histograms if p.name == semconv.AGENT_DURATION.name]
+    assert sum(p.count or 0 for p in durations) == runs
+    # The third interval changed beta's series only: acme's are not sent at all.
+    assert {p.attributes.get(TENANT) for p in exports[2] if p.name in TENANT_COUNTER_NAMES} == {
+        "beta"
+    }
 
-    # A series never decreases from one export to the next; the one exception is a reset: the
-    # evicted tenant, absent from the third export, back at a lower total in the fourth.
+
+@pytest.mark.parametrize("preference", ["cumulative", None])
+def test_cumulative_sends_every_live_series_with_its_own_start_and_a_return_is_a_reset(
+    monkeypatch: pytest.MonkeyPatch, receiver: HttpOtlpReceiver, preference: str | None
+) -> None:
+    if preference is not None:
+        monkeypatch.setenv(PREFERENCE, preference)
+    telemetry, _ = _configure(monkeypatch, receiver)
+    with telemetry:
+        exports, _ = _play(telemetry, receiver)
+
+    per_tenant = [p for points in exports for p in points if p.name in TENANT_COUNTER_NAMES]
+    assert per_tenant and {p.temporality for p in per_tenant} == {"CUMULATIVE"}
     series = [_series(points) for points in exports]
-    for before, after in itertools.pairwise(series):
-        for key, value in after.items():
-            if key in before and value < before[key]:
-                pytest.fail(f"{key} fell from {before[key]} to {value} in consecutive exports")
-    assert not any(dict(attrs).get(TENANT) == "acme" for _, attrs in series[2])
+    _never_decreasing(series)
     assert {dict(attrs).get(TENANT) for _, attrs in series[2]} == {"beta"}
-
-    # Every point the bailing tenant recorded arrives: 2 bails before, 1 after its return.
     assert [_bails(points, "acme") for points in exports] == [[2], [2], [], [1]]
     beta_runs = [
         sum(p.value or 0 for p in _of(points, semconv.AGENT_RUNS.name, "beta"))
         for points in exports
     ]
     assert beta_runs == [1, 2, 3, 3]
-    # Histograms are deltas: each run lands in exactly one export.
-    durations = [p for p in histograms if p.name == semconv.AGENT_DURATION.name]
-    assert sum(p.count or 0 for p in durations) == runs
+    # Each series keeps its own start: the returning tenant's is later than its first life's.
+    starts = {
+        export: {
+            p.start_time_unix_nano
+            for p in _of(points, semconv.SILENT_BAILS.name, "acme")
+            if p.attributes.get(semconv.REACT_TERMINATION_REASON) == BAIL
+        }
+        for export, points in enumerate(exports)
+        if _of(points, semconv.SILENT_BAILS.name, "acme")
+    }
+    assert starts[0] == starts[1] and max(starts[3]) > max(starts[0])
 
 
-@pytest.mark.parametrize(
-    ("preference", "warned"),
-    [
-        ("delta", True),
-        (" Delta ", True),
-        ("lowmemory", False),
-        ("cumulative", False),
-        (None, False),
-    ],
-)
-def test_delta_logs_one_content_free_warning_recommending_lowmemory(
-    monkeypatch: pytest.MonkeyPatch, preference: str | None, warned: bool
-) -> None:
-    if preference is not None:
-        monkeypatch.setenv(PREFERENCE, preference)
+def test_delta_warns_nothing_any_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    from structlog.testing import capture_logs
+
+    monkeypatch.setenv(PREFERENCE, "delta")
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
     with capture_logs() as logs:
-        configure_telemetry(set_global=False, service_name="secret-service").shutdown(
-            timeout_millis=100
-        )
-    lines = [entry for entry in logs if entry["event"] == WARNING]
-    assert len(lines) == (1 if warned else 0)
-    if warned:
-        (line,) = lines
-        assert line["log_level"] == "warning"
-        assert "lowmemory" in line["hint"]
-        assert "secret-service" not in repr(line)
-
-
-def test_without_otlp_metrics_delta_warns_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(PREFERENCE, "delta")
-    with capture_logs() as logs:
-        configure_telemetry(otlp=False, set_global=False).shutdown(timeout_millis=100)
+        configure_telemetry(set_global=False).shutdown(timeout_millis=100)
     assert not [entry for entry in logs if entry["event"] == WARNING]
