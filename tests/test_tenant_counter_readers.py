@@ -189,7 +189,7 @@ def test_without_the_sdk_hook_they_fall_back_to_observable_counters_and_say_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(reader_hook, "available", lambda provider: False)
-    provider, memory, registry = _user_provider()
+    provider, _, registry = _user_provider()
     with capture_logs() as logs:
         handler = OTelCallbackHandler(meter_provider=provider, tracer_provider=TracerProvider())
         OTelCallbackHandler(meter_provider=provider, tracer_provider=TracerProvider())
