@@ -167,3 +167,38 @@ def test_prometheus_returns_the_paging_tenants_bailing_trace_as_an_exemplar(
     trace_ids = {e["labels"]["trace_id"] for entry in series for e in entry["exemplars"]}
     assert trace_ids and trace_ids <= bailing
     assert {entry["seriesLabels"]["tenant_id"] for entry in series} == {"globex"}
+
+
+PENDING_APP: Final = """
+import asyncio, sys
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from symfonic_otel import OTelCallbackHandler, tenant_scope
+from symfonic_otel.events import AgentEndEvent, AgentStartEvent
+
+handler = OTelCallbackHandler()  # no provider anywhere yet: the global proxy
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+
+async def run():
+    with tenant_scope("acme"):
+        await handler.on_agent_start(AgentStartEvent(query="q", run_id="r"))
+        await handler.on_agent_end(AgentEndEvent("r", "answer", 1.0, 1))
+
+asyncio.run(run())
+for _ in range(2):  # the first collection attaches the waiting handler
+    data = reader.get_metrics_data()
+names = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+print("symfonic.agent.runs" in names)
+"""
+
+
+def test_a_handler_built_before_the_global_provider_reaches_its_readers() -> None:
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", PENDING_APP], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

@@ -23,15 +23,16 @@ from __future__ import annotations
 import socket
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from socketserver import ThreadingMixIn
 from typing import Any, Final
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from opentelemetry.sdk.metrics.export import MetricsData
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder, gzip_accepted
+from prometheus_client.exposition import choose_encoder, generate_latest, gzip_accepted
 from prometheus_client.metrics_core import Metric as PrometheusMetric
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 from symfonic_otel.emit.exemplars import ExemplarReader, exemplar_index, with_exemplars
 from symfonic_otel.emit.reader_hook import RENDERS_TENANT_COUNTERS
@@ -123,33 +124,41 @@ class PrometheusEndpoint:
         headers = [("Content-Type", content_type)]
         if gzip:
             headers.append(("Content-Encoding", "gzip"))
-        self._lock.acquire()
-        try:
-            sdk = encoder(self._registry)
-        except BaseException:
-            self._lock.release()
-            raise
+        body = self.scrape(openmetrics, encoder)
+        first = next(body)  # the SDK's collection runs here: its errors are a 500, not a cut
         start_response("200 OK", headers)
-        return self._body(sdk, openmetrics, gzip)
+        return _response(first, body, gzip)
 
-    def _body(self, sdk: bytes, openmetrics: bool, gzip: bool) -> Iterator[bytes]:
-        """Streams the response; the scrape lock is held until its last byte is produced."""
-        try:
-            compressor = zlib.compressobj(wbits=31) if gzip else None
-            for chunk in self._parts(sdk, openmetrics):
-                yield compressor.compress(chunk) if compressor is not None else chunk
-            if compressor is not None:
-                yield compressor.flush()
-        finally:
-            self._lock.release()
+    def scrape(
+        self, openmetrics: bool, encoder: Callable[[CollectorRegistry], bytes] | None = None
+    ) -> Generator[bytes, None, None]:
+        """One scrape's body in chunks; the scrape lock is held until its last chunk."""
+        if encoder is None:
+            encoder = generate_openmetrics if openmetrics else generate_latest
+        with self._lock:
+            sdk = encoder(self._registry)
+            yield sdk.removesuffix(_EOF) if openmetrics else sdk
+            if self._exposition is not None:
+                for text in self._exposition.chunks(openmetrics):
+                    yield text.encode()
+            if openmetrics:
+                yield _EOF
 
-    def _parts(self, sdk: bytes, openmetrics: bool) -> Iterator[bytes]:
-        yield sdk.removesuffix(_EOF) if openmetrics else sdk
-        if self._exposition is not None:
-            for text in self._exposition.chunks(openmetrics):
-                yield text.encode()
-        if openmetrics:
-            yield _EOF
+
+def _response(first: bytes, rest: Generator[bytes, None, None], gzip: bool) -> Iterator[bytes]:
+    """The body as sent; closing it (the server does, even on a client gone) frees the scrape."""
+    try:
+        if not gzip:
+            yield first
+            yield from rest
+            return
+        compressor = zlib.compressobj(wbits=31)  # the gzip container
+        yield compressor.compress(first)
+        for chunk in rest:
+            yield compressor.compress(chunk)
+        yield compressor.flush()
+    finally:
+        rest.close()
 
 
 class _Server(ThreadingMixIn, WSGIServer):
