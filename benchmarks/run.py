@@ -794,7 +794,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="COUNTS",
         help="only the cost per tenant count (benchmarks/tenants.py), e.g. 10,100,1000,10000",
     )
+    parser.add_argument(
+        "--churn",
+        metavar="STEPS",
+        help="only tenants coming and going (benchmarks/churn.py), tenants ever seen at each "
+        "step, e.g. 10000,50000,100000,300000 (1,000 active)",
+    )
     args = parser.parse_args(argv)
+    if args.churn:
+        import churn
+
+        churn.print_table(churn.run(parse_counts(args.churn), active=1_000))
+        return 0
     if args.tenants:
         import tenants
 

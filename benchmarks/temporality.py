@@ -7,9 +7,11 @@ the interval; a tenth of the tenants then run once; the interval's collection is
 OTLP exporter would send it. Three readers of one MeterProvider see the same data:
 
 * ``cumulative``: the default;
-* ``sdk delta``: the SDK's ``delta`` preference (observable counters delta too);
-* ``lowmemory``: counters and histograms delta, observable counters cumulative (what
-  ``configure_telemetry``'s exporter also does under ``delta``).
+* ``sdk delta``: the SDK's ``delta`` preference;
+* ``lowmemory``: counters and histograms delta, observable counters cumulative.
+
+The per-tenant counters follow what a reader asks of a counter: under both delta preferences
+they carry the interval's increments, for the series that changed only.
 
 Printed per reader: points and encoded bytes, in all and for the per-tenant counters and the
 histograms apart.

@@ -52,14 +52,17 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import generate_latest
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from tenant_load import active_share, play_run, play_tenants, tenant_handler, tenant_ids
 
 from symfonic_otel import semconv
 from symfonic_otel.emit.budget import cardinality_view
+from symfonic_otel.emit.tenant_hub import hub_for
 from symfonic_otel.export.exporters import DEFAULT_OTLP_METRIC_BATCH
-from symfonic_otel.export.prometheus import LatestCollectionReader, ScrapeCollector
+from symfonic_otel.export.prometheus import (
+    LatestCollectionReader,
+    PrometheusEndpoint,
+    ScrapeCollector,
+)
 
 IO_S = 0.002  # simulated I/O before each turn's callbacks
 TURNS = 300
@@ -76,8 +79,9 @@ class Subject:
     def __init__(self, tenants: int) -> None:
         families = CollectorRegistry(auto_describe=True)
         self.prometheus = LatestCollectionReader(families)
-        self.registry = CollectorRegistry()
-        self.registry.register(ScrapeCollector(families, self.prometheus))
+        registry = CollectorRegistry()
+        registry.register(ScrapeCollector(families, self.prometheus))
+        self.endpoint = PrometheusEndpoint(registry)  # what the scrape endpoint serves
         self.cumulative = InMemoryMetricReader()
         self.delta = InMemoryMetricReader(preferred_temporality=DELTA)  # type: ignore[arg-type]
         self.meter_provider = MeterProvider(
@@ -90,12 +94,17 @@ class Subject:
         self.handler = tenant_handler(
             self.tracer_provider, self.meter_provider, max_tenants=tenants
         )
+        self.endpoint.bind(hub_for(self.meter_provider))
 
     def scrape_text(self) -> bytes:
-        return bytes(generate_latest(self.registry))
+        return b"".join(self.endpoint.scrape(openmetrics=False))
 
     def scrape_openmetrics(self) -> bytes:
-        return bytes(generate_openmetrics(self.registry))
+        return b"".join(self.endpoint.scrape(openmetrics=True))
+
+    def scrape_streamed(self) -> int:
+        """An OpenMetrics scrape as the server sends it (chunk by chunk): its size."""
+        return sum(len(chunk) for chunk in self.endpoint.scrape(openmetrics=True))
 
 
 def _cpu(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -201,8 +210,23 @@ def measure(tenants: int, runs: int) -> dict[str, Any]:
     del data
     gc.collect()
     out["rss_mb"] = _rss_mb()
+    out["scrape_peak_mb"] = _scrape_peak_mb(subject)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
+
+
+def _scrape_peak_mb(subject: Subject) -> float:
+    """Python memory a streamed OpenMetrics scrape allocates at its peak, above steady state."""
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        subject.scrape_streamed()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 2**20
 
 
 def _rss_mb() -> float:
@@ -237,7 +261,12 @@ def profile_scrape(tenants: int, runs: int) -> None:
         "OTel Prometheus exporter: points -> families": cumulative.get("translation", 0.0),
         "symfonic_otel: exemplar index and placement": cumulative.get("exemplars", 0.0)
         + cumulative.get("index", 0.0),
-        "prometheus_client: OpenMetrics text rendering": total - served,
+        "symfonic_otel: per-tenant counters rendered from the store": cumulative.get(
+            "tenants", 0.0
+        ),
+        "prometheus_client: the SDK families' OpenMetrics text": total
+        - served
+        - cumulative.get("tenants", 0.0),
     }
     print(f"one OpenMetrics scrape at {tenants} tenants: {total:.2f} s under the profiler")
     for label, seconds in parts.items():
@@ -257,19 +286,20 @@ def scrape_memory(subject: Subject, names: list[str]) -> list[str]:
     subject.prometheus.collect()  # the SDK's collection, queued for the next scrape
     collected, _ = tracemalloc.get_traced_memory()
     tracemalloc.reset_peak()
-    body = subject.scrape_openmetrics()  # serves the collection above (and collects again)
+    size = subject.scrape_streamed()  # serves the collection above (and collects again)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return [
-        f"memory of one OpenMetrics scrape ({len(body) / 1e6:.1f} MB of text):",
+        f"memory of one OpenMetrics scrape ({size / 1e6:.1f} MB of text, streamed):",
         f"  SDK collection (the points a scrape translates)        {collected / 1e6:7.1f} MB",
         f"  peak allocated during the scrape (collection, families, text)  {peak / 1e6:7.1f} MB",
     ]
 
 
 PHASES = {
-    "scrape": ("prometheus_client/openmetrics/exposition", "generate_latest"),
+    "scrape": ("symfonic_otel/export/prometheus", "scrape"),
     "served": ("symfonic_otel/export/prometheus", "collect"),
+    "tenants": ("symfonic_otel/export/tenant_exposition", "chunks"),
     "collection": ("opentelemetry/sdk/metrics/_internal/export", "collect"),
     "translation": ("opentelemetry/exporter/prometheus", "_translate_to_prometheus"),
     "exemplars": ("symfonic_otel/emit/exemplars", "with_exemplars"),
@@ -290,7 +320,7 @@ def _row(result: dict[str, Any]) -> list[str]:
         f"{result['lines']:,}",
         f"{result['text_bytes'] / 1e6:.2f} / {result['om_bytes'] / 1e6:.2f}",
         f"{result['text_cpu_s']:.2f} / {result['om_cpu_s']:.2f}",
-        f"{result['rss_mb']:.0f} / {result['peak_rss_mb']:.0f}",
+        f"{result['rss_mb']:.0f} / {result['peak_rss_mb']:.0f} / {result['scrape_peak_mb']:.1f}",
         f"{quiet['p50']:.2f} / {quiet['p99']:.2f} / {quiet['max']:.1f}",
         f"{scraped['p50']:.2f} / {scraped['p99']:.2f} / {scraped['max']:.1f}",
         f"{cum['collect_cpu_s'] + cum['encode_cpu_s']:.2f} s, {_mb(cum['bytes'])}",
@@ -305,7 +335,7 @@ HEADERS = [
     "lines",
     "scrape MB text / OM",
     "scrape CPU s text / OM",
-    "RSS / peak MB",
+    "RSS / peak / scrape peak MB",
     "turn ms quiet p50/p99/max",
     "turn ms scraped p50/p99/max",
     "OTLP cumulative CPU, bytes",
