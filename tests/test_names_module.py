@@ -10,7 +10,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 from symfonic_otel import semconv
-from symfonic_otel.emit import tenant_counters
+from symfonic_otel.emit import tenant_counters, tenant_hub
 from symfonic_otel.emit.instruments import Instruments
 from symfonic_otel.emit.tenant_counters import TenantCounters
 from symfonic_otel.emit.tenants import ActiveTenants
@@ -49,9 +49,9 @@ def test_prometheus_names_match_the_real_exporter() -> None:
             instrument.record(1.0, {"tenant.id": "t"})
         else:
             instrument.add(1, {"tenant.id": "t"})
-    # The per-tenant counters are observable, reporting a store's totals.
+    # The per-tenant counters: a store's totals, handed to the provider's readers.
     store = TenantCounters(ActiveTenants(), detail_cap=4)
-    tenant_counters.register(store, meter, provider)
+    tenant_hub.register(store, meter, provider)
     for spec in tenant_counters.TENANT_COUNTERS:
         store.add(spec.name, "t", {"tenant.id": "t"}, 1)
     # The SDK setup's own counter (``configure_telemetry`` observes its span processors).

@@ -41,10 +41,11 @@ TENANT_DETAIL_SETS: Final = 16
 MAX_PASSTHROUGH_STOP_REASONS: Final = 16
 MAX_ERROR_TYPES: Final = 64
 DEFAULT_MAX_TENANTS: Final = 10_000
-# What ``configure_telemetry`` allows each instrument of this package's meter. One handler at the
-# default 10,000 active tenants needs at most 250,050 sets on its largest instrument. The SDK
-# also counts, against this limit, the sets of tenants that left (it keeps an observable
-# counter's state for every set it was ever given), so the limit sits well above the budget.
+# What ``configure_telemetry`` allows each instrument of this package's meter. The per-tenant
+# counters are SDK instruments only where the reader hook is missing (``tenant_hub``); one
+# handler at the default 10,000 active tenants then needs at most 250,050 sets on the largest,
+# and the SDK also counts the sets of tenants that left, so the limit sits well above that.
+# Histograms with ``tenant_histograms=True`` are held to it the same way.
 CARDINALITY_LIMIT: Final = 2_000_000
 
 # Coarse attribute sets per tenant, per per-tenant counter (the closed label sets multiplied out).

@@ -1,7 +1,7 @@
 """Instrument factory: the synchronous instruments, built in one place from the names module.
 
-The per-tenant counters are observable counters, created once per MeterProvider by
-``tenant_counters`` (so a tenant that leaves can be forgotten).
+The per-tenant counters are not SDK instruments: their totals live in ``tenant_counters`` (so
+a tenant that leaves is forgotten) and ``tenant_hub`` hands them to the readers.
 """
 
 from __future__ import annotations

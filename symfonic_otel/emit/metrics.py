@@ -145,16 +145,10 @@ class MetricEmitter:
         link: SpanLink | None = None,
     ) -> None:
         instruments, attrs = self.instruments, self._attrs
-        self._count(
-            _RUNS,
-            tenant,
-            self._cached(
-                ("runs", tenant, outcome, empty, paused), attrs.runs, tenant, outcome, empty, paused
-            ),
-            1,
-            None,
-            link if outcome == "error" else None,  # an errored run's trace
-        )
+        key = ("runs", tenant, outcome, empty, paused)
+        runs = self._cached(key, attrs.runs, tenant, outcome, empty, paused)
+        # An errored run's trace is its series' exemplar.
+        self._count(_RUNS, tenant, runs, 1, None, link if outcome == "error" else None)
         self._add(instruments.active_runs, -1, self.agent_attrs)
         if stop_reason is not None:
             self._stop(tenant, stop_reason)
@@ -178,14 +172,8 @@ class MetricEmitter:
 
     def silent_bail(self, tenant: str, reason: str, link: SpanLink | None = None) -> None:
         """One bail; ``link``, the run's span, becomes the tenant's bail exemplar."""
-        self._count(
-            _BAILS,
-            tenant,
-            self._cached(("bail", tenant, reason), self._attrs.bail, tenant, reason),
-            1,
-            None,
-            link,
-        )
+        bail = self._cached(("bail", tenant, reason), self._attrs.bail, tenant, reason)
+        self._count(_BAILS, tenant, bail, 1, None, link)
 
     def fabrication(self, tenant: str, mode: str, action: str, confidence: float) -> None:
         if (mode, action) not in FABRICATION_PAIRS:

@@ -26,13 +26,11 @@ from opentelemetry.sdk.metrics import Counter
 from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricReader, MetricsData
 from opentelemetry.sdk.resources import Resource
 
-from symfonic_otel.emit.tenant_points import TenantPoints
+from symfonic_otel.emit.tenant_points import SeriesSource, TenantPoints
 from symfonic_otel.logs import get_logger
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
-
-    from symfonic_otel.emit.tenant_hub import TenantHub
 
 # A reader carrying this attribute (set True) renders the per-tenant counters itself (this
 # package's Prometheus endpoint): its collections get the SDK's metrics only.
@@ -52,7 +50,7 @@ def available(provider: MeterProvider) -> bool:
     )
 
 
-def install(provider: MeterProvider, hub: TenantHub) -> bool:
+def install(provider: MeterProvider, hub: SeriesSource) -> bool:
     """Make every reader of ``provider`` collect ``hub``'s counters too; False if it cannot."""
     if not available(provider):
         return False

@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import Protocol
 
 from opentelemetry.sdk.metrics import Exemplar
 from opentelemetry.sdk.metrics.export import (
@@ -34,12 +35,15 @@ from symfonic_otel._version import __version__
 from symfonic_otel.emit.tenant_counters import Series, SeriesKey
 from symfonic_otel.semconv import InstrumentSpec
 
-if TYPE_CHECKING:
-    from symfonic_otel.emit.tenant_hub import TenantHub
-
 SCOPE = InstrumentationScope(semconv.SCOPE_NAME, __version__)
 _DELTA = AggregationTemporality.DELTA
 _CUMULATIVE = AggregationTemporality.CUMULATIVE
+
+
+class SeriesSource(Protocol):
+    """What the points are built from: every per-tenant counter and its live series."""
+
+    def families(self) -> Iterable[tuple[InstrumentSpec, list[Series]]]: ...
 
 
 class _DeltaState:
@@ -55,7 +59,7 @@ class _DeltaState:
 class TenantPoints:
     """Builds the per-tenant counters' OTel metrics for each collection of each reader."""
 
-    def __init__(self, hub: TenantHub, resource: Resource) -> None:
+    def __init__(self, hub: SeriesSource, resource: Resource) -> None:
         self._hub = hub
         self._resource = resource
         self._lock = threading.Lock()
