@@ -260,3 +260,20 @@ async def _one_run(handler: OTelCallbackHandler, tenant: str, run_id: str) -> No
         await handler.on_agent_end(
             AgentEndEvent(run_id=run_id, final_response="x", duration_ms=1.0, node_count=1)
         )
+
+
+def test_the_per_tenant_bail_panel_asks_for_exemplars() -> None:
+    import json
+
+    dashboard = json.loads(
+        (
+            Path(__file__).resolve().parent.parent / "dashboards/symfonic-agent-overview.json"
+        ).read_text()
+    )
+    targets = [
+        target
+        for panel in dashboard["panels"]
+        for target in panel.get("targets", [])
+        if "sum by (tenant_id) (rate(symfonic_react_silent_bails_total" in target.get("expr", "")
+    ]
+    assert targets and all(target.get("exemplar") is True for target in targets)
