@@ -205,12 +205,16 @@ def test_without_the_sdk_hook_they_fall_back_to_observable_counters_and_say_so(
     assert parse(served)[1] == _recorded("text")[1]
 
 
-def test_concurrent_scrapes_and_collections_never_tear_repeat_or_go_back(
-    endpoint: tuple[Telemetry, OTelCallbackHandler],
-) -> None:
-    """Many threads record while scrapes (both formats) and flushes run: every scrape parses,
-    no series twice, and no series reads lower than in an earlier scrape."""
-    telemetry, handler = endpoint
+def test_concurrent_scrapes_and_collections_never_tear_repeat_or_go_back() -> None:
+    """Many threads record while scrapes (both formats) and OTLP-style collections run: every
+    scrape parses, no series twice, and no series reads lower than it did earlier."""
+    memory = InMemoryMetricReader()
+    telemetry = configure_telemetry(
+        otlp=False, prometheus_port=0, set_global=False, metric_readers=[memory]
+    )
+    handler = OTelCallbackHandler(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+    )
     port = telemetry.prometheus_port or 0
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -227,8 +231,15 @@ def test_concurrent_scrapes_and_collections_never_tear_repeat_or_go_back(
             errors.append(exc)
 
     def flush() -> None:
-        while not stop.is_set():
-            telemetry.force_flush(timeout_millis=5_000)
+        exported: dict[Any, float] = {}
+        try:
+            while not stop.is_set():
+                telemetry.force_flush(timeout_millis=5_000)
+                for key, value in _tenant_points(memory.get_metrics_data()).items():
+                    assert value >= exported.get(key, 0.0), f"{key} went back to {value}"
+                    exported[key] = value
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
 
     threads = [threading.Thread(target=record, args=(w,)) for w in range(4)]
     threads.append(threading.Thread(target=flush))
@@ -245,6 +256,7 @@ def test_concurrent_scrapes_and_collections_never_tear_repeat_or_go_back(
         stop.set()
         for thread in threads:
             thread.join(timeout=60)
+        telemetry.shutdown()
     assert not errors, errors
     assert len({dict(labels).get("tenant_id") for _, labels in seen}) == 40
 
