@@ -43,6 +43,10 @@ class SpanReading:
     finish_reason: str | None = None  # the call's raw finish reason, cleaned (first choice)
     step_cap: bool = False  # the span records a framework step-cap error
     failed: bool = False  # status ERROR
+    # An agent span that names an invocation wherever it sits (GenAI ``invoke_agent``), not a
+    # run root only at the top (OpenInference ``AGENT`` names any node called "agent").
+    nested: bool = False
+    name: str | None = None  # the framework's agent name (``gen_ai.agent.name``), raw
 
 
 # A JSON message list longer than this is not parsed (memory and time stay bounded whatever a
@@ -98,7 +102,15 @@ def read_span(
         return SpanReading(kind, output, finish[0] if finish else None, failed=failed)
     step_cap = _step_cap(attributes, events)
     if kind is Kind.AGENT:
-        return SpanReading(kind, final_output(attributes), step_cap=step_cap, failed=failed)
+        name = attributes.get(semconv.GEN_AI_AGENT_NAME)
+        return SpanReading(
+            kind,
+            final_output(attributes),
+            step_cap=step_cap,
+            failed=failed,
+            nested=attributes.get(semconv.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS,
+            name=name if isinstance(name, str) else None,
+        )
     return SpanReading(kind, step_cap=step_cap, failed=failed)
 
 
