@@ -112,7 +112,7 @@ class Pending:
 class SpanTable:
     """Open spans' ``Pending`` by key (insertion order = age), plus the keys of ended spans."""
 
-    __slots__ = ("_done", "_done_order", "_done_max", "_lock", "_max", "_open", "_ttl")
+    __slots__ = ("_done", "_done_max", "_done_order", "_lock", "_max", "_open", "_ttl")
 
     def __init__(self, max_open: int, ttl_s: float) -> None:
         self._max = max_open
