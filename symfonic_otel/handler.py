@@ -30,7 +30,8 @@ from symfonic_otel.core.run_flow import RunFlow
 from symfonic_otel.core.runs import RunRegistry
 from symfonic_otel.core.step_flow import StepFlow
 from symfonic_otel.core.steps import OpenCalls
-from symfonic_otel.emit.budget import DEFAULT_MAX_TENANTS
+from symfonic_otel.emit.agents import AgentEmitters
+from symfonic_otel.emit.budget import DEFAULT_MAX_TENANTS, agent_label_values
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.models import ModelCatalogue
 from symfonic_otel.emit.pricing import ModelPrice
@@ -117,6 +118,7 @@ class OTelCallbackHandler(SymfonicProtocol):
             tenant_from_baggage=tenant_from_baggage,
             max_run_ms=max(MAX_CALL_MS, float(run_ttl_s) * 1000.0),
             node_spans=node_spans,
+            agents=AgentEmitters(emitter),
         )
         self._runs = RunFlow(core)
         self._calls = CallFlow(core)
@@ -126,7 +128,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         # shutdown and exit every open run is closed before the final flush.
         emitter.recorder.on_collect(self.expire_runs)
         lifecycle.register(self)
-        warn_if_over_limit(max_tenants, tenant_histograms)
+        warn_if_over_limit(max_tenants, tenant_histograms, agent_label_values())
 
     # --- synchronous entry points (the async ``on_*`` twins are in ``SymfonicProtocol``) -------
 

@@ -475,5 +475,7 @@ STEP_CAP_ERROR_TYPES: Final = (
     ),
 )
 STEP_CAP_ERRORS: Final = frozenset(error.name for error in STEP_CAP_ERROR_TYPES)
+# Names a framework gives a run nobody named (LangChain / LangGraph defaults): no agent name.
+DEFAULT_RUN_NAMES: Final = frozenset({"LangGraph", "RunnableSequence", "RunnableLambda"})
 # Where the processor looks for a run's tenant by default, first found wins.
 SPAN_TENANT_ATTRIBUTES: Final = (TENANT_ID, f"{TRACELOOP_ASSOCIATION_PREFIX}tenant_id")

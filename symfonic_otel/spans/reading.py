@@ -109,7 +109,7 @@ def read_span(
             step_cap=step_cap,
             failed=failed,
             nested=attributes.get(semconv.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS,
-            name=name if isinstance(name, str) else None,
+            name=name if isinstance(name, str) and name not in semconv.DEFAULT_RUN_NAMES else None,
         )
     return SpanReading(kind, step_cap=step_cap, failed=failed)
 
