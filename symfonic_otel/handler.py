@@ -145,8 +145,8 @@ class OTelCallbackHandler(SymfonicProtocol):
 
         ``tenant_id`` is the tenant the adapter was given for this run (LangChain metadata): it
         ranks below ``tenant_scope`` and above baggage and the handler default. ``attributes``
-        are extra span attributes (an extra ``gen_ai.agent.name`` also renames the span).
-        """
+        are extra span attributes; a ``gen_ai.agent.name`` among them also renames the span and
+        labels the run's counters (bounded, see ``emit.agents``)."""
         self._guard(
             "agent_start",
             self._runs.agent_start,
@@ -205,8 +205,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         run, a root span); ``tenant_id`` applies when it belongs to no run. ``attributes`` are
         merged into the span after cleaning (content-bearing keys are the caller's to gate on
         capture); ``operation_name`` is ``chat`` (default), ``text_completion`` or
-        ``embeddings``.
-        """
+        ``embeddings``."""
         self._guard(
             "llm_end",
             self._calls.llm_end,
@@ -378,6 +377,10 @@ class OTelCallbackHandler(SymfonicProtocol):
         if self._tracer_provider is None and self._meter_provider is None:
             return is_global
         return self._tracer_provider is tracer_provider or self._meter_provider is meter_provider
+
+    def adapter_failed(self, event_kind: str) -> None:
+        """Count an event an adapter lost to its own failure (reason ``internal_error``)."""
+        self._core.drop(event_kind, INTERNAL_ERROR)
 
     # --- internals -----------------------------------------------------------------------------
 

@@ -435,46 +435,6 @@ TRACELOOP_REQUEST_TYPE: Final = "llm.request.type"
 TRACELOOP_FINISH_REASON: Final = "llm.response.finish_reason"
 PYDANTIC_AI_FINAL_RESULT: Final = "final_result"
 
-
-@dataclass(frozen=True, slots=True)
-class StepCapError:
-    """A framework's exception for a step budget that ran out: a silent bail, by type."""
-
-    framework: str  # as the docs name it
-    module: str  # where the class is defined
-    name: str  # the class name (``error.type`` or an exception event's type, last dotted part)
-    raised_when: str  # one line for the docs table
-
-
-# Every step-cap error the LangChain handler and the span processor know, in one list (the
-# docs' table is checked against it): add a framework's budget error here, one line.
-STEP_CAP_ERROR_TYPES: Final = (
-    StepCapError(
-        "LangGraph", "langgraph.errors", "GraphRecursionError", "a graph reaches `recursion_limit`"
-    ),
-    StepCapError(
-        "LangChain `create_agent`",
-        "langchain.agents.middleware.model_call_limit",
-        "ModelCallLimitExceededError",
-        '`ModelCallLimitMiddleware(exit_behavior="error")` reaches its limit',
-    ),
-    StepCapError(
-        "LangChain `create_agent`",
-        "langchain.agents.middleware.tool_call_limit",
-        "ToolCallLimitExceededError",
-        '`ToolCallLimitMiddleware(exit_behavior="error")` reaches its limit',
-    ),
-    StepCapError(
-        "OpenAI Agents SDK", "agents.exceptions", "MaxTurnsExceeded", "a run reaches `max_turns`"
-    ),
-    StepCapError(
-        "Pydantic AI",
-        "pydantic_ai.exceptions",
-        "UsageLimitExceeded",
-        "a run reaches a `UsageLimits` limit (e.g. `request_limit`)",
-    ),
-)
-STEP_CAP_ERRORS: Final = frozenset(error.name for error in STEP_CAP_ERROR_TYPES)
 # Names a framework gives a run nobody named (LangChain / LangGraph defaults): no agent name.
 DEFAULT_RUN_NAMES: Final = frozenset({"LangGraph", "RunnableSequence", "RunnableLambda"})
 # Where the processor looks for a run's tenant by default, first found wins.

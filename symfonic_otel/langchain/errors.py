@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Final, Literal
 
-from symfonic_otel import semconv
 from symfonic_otel.events import TerminationOutcome
+from symfonic_otel.read.step_caps import STEP_CAP_ERROR_TYPES
 
 __all__ = ["ErrorKind", "classify", "error_type", "exit_reason", "outcome"]
 
@@ -53,12 +53,12 @@ def _graph_errors() -> _GraphErrors:
 
 
 def _budget_error(error: BaseException) -> bool:
-    """Whether ``error`` is a framework's step budget running out (``semconv``'s shared list).
+    """Whether ``error`` is a framework's step budget running out (``read.step_caps``).
 
     Classes are looked up only among modules already imported: an error of a class whose module
     was never imported cannot be one of them, and telemetry imports nothing on the way.
     """
-    for known in semconv.STEP_CAP_ERROR_TYPES:
+    for known in STEP_CAP_ERROR_TYPES:
         module = sys.modules.get(known.module)
         kind = getattr(module, known.name, None) if module is not None else None
         if isinstance(kind, type) and isinstance(error, kind):

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from symfonic_otel import semconv
 from symfonic_otel.read.extract import clean_stop_reason
+from symfonic_otel.read.step_caps import is_step_cap_type
 
 
 class Output(enum.Enum):
@@ -284,4 +285,4 @@ def _step_cap(attributes: Mapping[str, Any], events: Sequence[Any]) -> bool:
 
 
 def _is_step_cap(value: object) -> bool:
-    return isinstance(value, str) and value.rsplit(".", 1)[-1] in semconv.STEP_CAP_ERRORS
+    return is_step_cap_type(value)

@@ -2,7 +2,7 @@
 
 The rules are the package's termination contract, read from other instrumentations' spans:
 
-1. A framework step cap (an error of ``semconv.STEP_CAP_ERROR_TYPES`` on the run span, as its
+1. A framework step cap (an error of ``read.step_caps`` on the run span, as its
    exception event, or on a span inside the run that is no run itself) is a silent bail
    ``tool_calls_with_no_text`` with stop reason ``recursion_limit``, outcome ``error`` (the
    framework raised). The same error seen again on a run around a capped sub-run is that
