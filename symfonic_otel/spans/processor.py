@@ -35,7 +35,7 @@ from symfonic_otel.options import is_positive_seconds, warn_if_over_limit
 from symfonic_otel.read.sanitise import clean_label
 from symfonic_otel.spans.reading import Kind, metadata_value, read_span
 from symfonic_otel.spans.runs import fold
-from symfonic_otel.spans.traces import MAX_PENDING_RUNS, AgentRun, Pending, SpanTable
+from symfonic_otel.spans.traces import AgentRun, Pending, SpanTable
 from symfonic_otel.spans.verdict import judge
 
 __all__ = ["SilentBailSpanProcessor"]
@@ -190,7 +190,6 @@ class SilentBailSpanProcessor(SpanProcessor):
                 return
             times = (span.start_time or 0, span.end_time or 0)
             out = fold(held, reading, ours, tenant, key, times)
-            early = _overflow(out)
             parent_key = None if parent is None or is_root else (trace_id, parent.span_id)
             evicted: list[Pending] = []
             if parent_key is None:  # a local root: the runs under it are counted now
@@ -198,7 +197,6 @@ class SilentBailSpanProcessor(SpanProcessor):
             elif not table.ended(parent_key):
                 evicted = table.hand_up(parent_key, out)
             # else: a span ending after its parent was judged opens no second run
-        self._count_runs(early)
         self._guarded_finish(evicted)
 
     def _tenant_in(self, attributes: Mapping[str, Any]) -> tuple[int, str] | None:
@@ -254,19 +252,6 @@ class SilentBailSpanProcessor(SpanProcessor):
         )
         if verdict.bail is not None:
             emitter.silent_bail(tenant, verdict.bail)
-
-
-def _overflow(out: Pending) -> list[AgentRun]:
-    """Runs past ``MAX_PENDING_RUNS`` held by one span, oldest first: counted now."""
-    early: list[AgentRun] = []
-    for held in (out.placed, out.runs):
-        excess = len(held) - MAX_PENDING_RUNS
-        if excess > 0:
-            early.extend(held[:excess])
-            del held[:excess]
-    if out.ours:
-        return []
-    return early
 
 
 def _failed(span: ReadableSpan) -> bool:

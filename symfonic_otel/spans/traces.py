@@ -109,6 +109,20 @@ class Pending:
         return [*self.placed, *self.runs]
 
 
+def _overflow(held: Pending) -> list[Pending]:
+    """Runs past ``MAX_PENDING_RUNS`` under one open span, oldest first: to be counted now."""
+    excess = len(held.placed) + len(held.runs) - MAX_PENDING_RUNS
+    if excess <= 0:
+        return []
+    early = held.placed[:excess]
+    del held.placed[:excess]
+    rest = excess - len(early)
+    if rest > 0:
+        early.extend(held.runs[:rest])
+        del held.runs[:rest]
+    return [Pending(ours=held.ours, placed=early)]
+
+
 class SpanTable:
     """Open spans' ``Pending`` by key (insertion order = age), plus the keys of ended spans."""
 
@@ -142,7 +156,7 @@ class SpanTable:
             held = self._open.get(key)
             if held is not None:
                 held.merge(pending)
-                return []
+                return _overflow(held)
             evicted = self._expired_locked(time.monotonic())
             while len(self._open) >= self._max:
                 evicted.append(self._evict_locked(next(iter(self._open))))
