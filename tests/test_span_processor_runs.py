@@ -234,3 +234,22 @@ def _by_agent(peers: Any, name: str, key: str = semconv.RUN_OUTCOME) -> dict[tup
             pair = (attrs[semconv.GEN_AI_AGENT_NAME], attrs[key])
             found[pair] = found.get(pair, 0) + value
     return found
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["capture-on", "capture-off"])
+def test_openinference_graph_under_an_application_span_is_one_run(
+    content: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a server span the LangGraph chain is no root, and OpenInference marks each node
+    named "agent" as an ``AGENT``: still one run per request, not one per model turn."""
+    from tests.span_processor_support import ANSWER, CAP_ANSWERED, OPENINFERENCE
+
+    with rig(OPENINFERENCE, content, monkeypatch) as peers:
+        tracer = peers.memory.tracer_provider.get_tracer("the-application")
+        for tenant, scenario in (("globex", CAP_ANSWERED), ("acme", ANSWER)):
+            with tracer.start_as_current_span("POST /chat"):
+                peers.run(scenario, tenant)
+        assert peers.bails("globex") == {"tool_calls_with_no_text": 1}
+        assert sum(peers.runs("globex").values()) == 1
+        assert peers.bails("acme") == {}
+        assert sum(peers.runs("acme").values()) == 1

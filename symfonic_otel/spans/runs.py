@@ -46,9 +46,34 @@ def fold(
             out.calls.chat(span_times[1], reading.output, reading.finish_reason)
         elif reading.kind is Kind.AGENT:
             _close_run(out, reading, key, span_times)
-        elif reading.step_cap and not _capped(out.all_runs()):
-            out.step_cap = True
+        else:
+            _join_parts(out)
+            if reading.step_cap and not _capped(out.all_runs()):
+                out.step_cap = True
     return out
+
+
+def _join_parts(out: Pending) -> None:
+    """Runs that are agents by name only, side by side under a span that is no run, are parts
+    of one invocation (OpenInference's LangGraph nodes named "agent", under a graph span that
+    is not the root): one run, never one per node."""
+    parts = [run for run in out.runs if not run.nested]
+    if len(parts) < 2:
+        return
+    joined = min(parts, key=lambda run: run.start)
+    for part in parts:
+        if part is joined:
+            continue
+        joined.calls.merge(part.calls)
+        joined.start, joined.end = min(joined.start, part.start), max(joined.end, part.end)
+        joined.name = joined.name or part.name
+        joined.failed = joined.failed or part.failed
+        joined.step_cap = joined.step_cap or part.step_cap
+        joined.inherited_cap = joined.inherited_cap or part.inherited_cap
+        joined.capped_below = joined.capped_below or part.capped_below
+        joined.answer(part.final_end, part.final_output)
+        joined.tenant.offer(part.tenant.rank, part.tenant.value)
+    out.runs = [run for run in out.runs if run.nested or run is joined]
 
 
 def _capped(runs: list[AgentRun]) -> bool:
