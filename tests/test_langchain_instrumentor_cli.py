@@ -192,8 +192,8 @@ def test_turn_reaches_the_collector_with_no_code_change(
         for p in points
         if p.name == semconv.AGENT_RUNS.name and p.value
     }
-    # The agent and its expert sub-agent, counted under the handler's agent name.
-    assert runs == {("symfonic", "completed"): 2.0}
+    # The agent under the handler's agent name, its expert sub-agent under the graph's name.
+    assert runs == {("symfonic", "completed"): 1.0, ("expert", "completed"): 1.0}
     assert {
         p.attributes[semconv.TENANT_ID]
         for p in points
