@@ -30,7 +30,8 @@ from symfonic_otel.core.run_flow import RunFlow
 from symfonic_otel.core.runs import RunRegistry
 from symfonic_otel.core.step_flow import StepFlow
 from symfonic_otel.core.steps import OpenCalls
-from symfonic_otel.emit.budget import DEFAULT_MAX_TENANTS
+from symfonic_otel.emit.agents import AgentEmitters
+from symfonic_otel.emit.budget import DEFAULT_MAX_TENANTS, agent_label_values
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.models import ModelCatalogue
 from symfonic_otel.emit.pricing import ModelPrice
@@ -117,6 +118,7 @@ class OTelCallbackHandler(SymfonicProtocol):
             tenant_from_baggage=tenant_from_baggage,
             max_run_ms=max(MAX_CALL_MS, float(run_ttl_s) * 1000.0),
             node_spans=node_spans,
+            agents=AgentEmitters(emitter),
         )
         self._runs = RunFlow(core)
         self._calls = CallFlow(core)
@@ -126,7 +128,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         # shutdown and exit every open run is closed before the final flush.
         emitter.recorder.on_collect(self.expire_runs)
         lifecycle.register(self)
-        warn_if_over_limit(max_tenants, tenant_histograms)
+        warn_if_over_limit(max_tenants, tenant_histograms, agent_label_values())
 
     # --- synchronous entry points (the async ``on_*`` twins are in ``SymfonicProtocol``) -------
 
@@ -143,8 +145,8 @@ class OTelCallbackHandler(SymfonicProtocol):
 
         ``tenant_id`` is the tenant the adapter was given for this run (LangChain metadata): it
         ranks below ``tenant_scope`` and above baggage and the handler default. ``attributes``
-        are extra span attributes (an extra ``gen_ai.agent.name`` also renames the span).
-        """
+        are extra span attributes; a ``gen_ai.agent.name`` among them also renames the span and
+        labels the run's counters (bounded, see ``emit.agents``)."""
         self._guard(
             "agent_start",
             self._runs.agent_start,
@@ -203,8 +205,7 @@ class OTelCallbackHandler(SymfonicProtocol):
         run, a root span); ``tenant_id`` applies when it belongs to no run. ``attributes`` are
         merged into the span after cleaning (content-bearing keys are the caller's to gate on
         capture); ``operation_name`` is ``chat`` (default), ``text_completion`` or
-        ``embeddings``.
-        """
+        ``embeddings``."""
         self._guard(
             "llm_end",
             self._calls.llm_end,
@@ -376,6 +377,10 @@ class OTelCallbackHandler(SymfonicProtocol):
         if self._tracer_provider is None and self._meter_provider is None:
             return is_global
         return self._tracer_provider is tracer_provider or self._meter_provider is meter_provider
+
+    def adapter_failed(self, event_kind: str) -> None:
+        """Count an event an adapter lost to its own failure (reason ``internal_error``)."""
+        self._core.drop(event_kind, INTERNAL_ERROR)
 
     # --- internals -----------------------------------------------------------------------------
 

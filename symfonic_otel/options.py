@@ -60,9 +60,11 @@ def check_handler_options(
         raise TypeError(f"clock must be a callable returning seconds, got {clock!r}")
 
 
-def warn_if_over_limit(max_tenants: int, tenant_histograms: bool = False) -> None:
+def warn_if_over_limit(
+    max_tenants: int, tenant_histograms: bool = False, agent_names: int = 1
+) -> None:
     """Say so when this many tenants need more series than ``configure_telemetry`` allows."""
-    needed = max(series_budget(max_tenants, tenant_histograms).values())
+    needed = max(series_budget(max_tenants, tenant_histograms, agent_names).values())
     if needed > CARDINALITY_LIMIT:
         get_logger().warning(
             "symfonic_otel.series_budget_above_limit",

@@ -434,9 +434,8 @@ TRACELOOP_COMPLETIONS: Final = "gen_ai.completion."  # a prefix: flattened compl
 TRACELOOP_REQUEST_TYPE: Final = "llm.request.type"
 TRACELOOP_FINISH_REASON: Final = "llm.response.finish_reason"
 PYDANTIC_AI_FINAL_RESULT: Final = "final_result"
-# Framework step-cap exceptions (``error.type`` or an exception event's type, last dotted part).
-STEP_CAP_ERRORS: Final = frozenset(
-    {"GraphRecursionError", "MaxTurnsExceeded", "UsageLimitExceeded"}
-)
+
+# Names a framework gives a run nobody named (LangChain / LangGraph defaults): no agent name.
+DEFAULT_RUN_NAMES: Final = frozenset({"LangGraph", "RunnableSequence", "RunnableLambda"})
 # Where the processor looks for a run's tenant by default, first found wins.
 SPAN_TENANT_ATTRIBUTES: Final = (TENANT_ID, f"{TRACELOOP_ASSOCIATION_PREFIX}tenant_id")

@@ -41,3 +41,35 @@ def test_page_table_names_every_tested_cap() -> None:
     assert {cap.name for cap in CAPS} == set(names)
     for cap in CAPS:
         assert f"| {names[cap.name]}" in page, cap.name
+
+
+def _step_cap_table() -> str:
+    from symfonic_otel.read.step_caps import STEP_CAP_ERROR_TYPES
+
+    rows = [
+        "| framework | error type (`error.type` / `exception.type`, last dotted part) "
+        "| raised when |",
+        "|---|---|---|",
+        *(f"| {e.framework} | `{e.name}` | {e.raised_when} |" for e in STEP_CAP_ERROR_TYPES),
+    ]
+    return "<!-- step-cap-errors:start -->\n" + "\n".join(rows) + "\n<!-- step-cap-errors:end -->"
+
+
+def test_both_pages_show_the_one_list_of_step_cap_errors_from_the_code() -> None:
+    """``docs/step-caps.md`` and the span-processor page render ``read.step_caps``' list: an
+    entry added to the code without its docs row (or the reverse) fails here."""
+    table = _step_cap_table()
+    for page in (PAGE, DOCS / "frameworks" / "span-processor.md"):
+        assert table in page.read_text(), page.name
+
+
+def test_every_listed_step_cap_error_is_the_frameworks_class() -> None:
+    """Each entry names a class its framework defines where the list says (the LangChain
+    handler looks it up there)."""
+    import importlib
+
+    from symfonic_otel.read.step_caps import STEP_CAP_ERROR_TYPES
+
+    for entry in STEP_CAP_ERROR_TYPES:
+        found = getattr(importlib.import_module(entry.module), entry.name)
+        assert isinstance(found, type) and issubclass(found, BaseException), entry

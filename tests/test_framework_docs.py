@@ -66,3 +66,48 @@ def test_the_setup_example_runs_and_prints_nothing(example: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
+
+
+def test_the_pydantic_ai_instrumentation_routes_the_page_names() -> None:
+    """``pydantic-ai.md``: ``capabilities=[Instrumentation(...)]``, ``agent.instrument = ...`` and
+    ``Agent.instrument_all()`` emit the ``invoke_agent`` span in the installed Pydantic AI; the
+    ``Agent(instrument=True)`` keyword is a ``TypeError``."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.test import TestModel
+
+    page = (DOCS / "frameworks" / "pydantic-ai.md").read_text(encoding="utf-8")
+    for route in (
+        "capabilities=[Instrumentation(",
+        "agent.instrument = ",
+        "Agent.instrument_all()",
+    ):
+        assert route in page
+
+    def spans_of(route: str) -> list[str]:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        settings = InstrumentationSettings(tracer_provider=provider)
+        if route == "capability":
+            agent = Agent(TestModel(), name="a", capabilities=[Instrumentation(settings=settings)])
+        elif route == "attribute":
+            agent = Agent(TestModel(), name="a")
+            agent.instrument = settings
+        else:
+            Agent.instrument_all(settings)
+            agent = Agent(TestModel(), name="a")
+        try:
+            agent.run_sync("hi")
+        finally:
+            Agent.instrument_all(False)
+        return [span.name for span in exporter.get_finished_spans()]
+
+    for route in ("capability", "attribute", "all"):
+        assert "invoke_agent a" in spans_of(route), route
+    with pytest.raises(TypeError, match="instrument"):
+        Agent(TestModel(), instrument=True)  # type: ignore[call-arg]

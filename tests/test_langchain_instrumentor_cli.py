@@ -192,8 +192,8 @@ def test_turn_reaches_the_collector_with_no_code_change(
         for p in points
         if p.name == semconv.AGENT_RUNS.name and p.value
     }
-    # The agent and its expert sub-agent, counted under the handler's agent name.
-    assert runs == {("symfonic", "completed"): 2.0}
+    # The agent under the handler's agent name, its expert sub-agent under the graph's name.
+    assert runs == {("symfonic", "completed"): 1.0, ("expert", "completed"): 1.0}
     assert {
         p.attributes[semconv.TENANT_ID]
         for p in points
@@ -219,7 +219,7 @@ def test_an_environment_variable_names_the_agent(
             for p in receiver.points()
             if p.name == semconv.AGENT_RUNS.name and p.value
         }
-        assert runs == {"returns-desk"}
+        assert runs == {"returns-desk", "expert"}  # the sub-agent keeps its graph's name
 
 
 def test_disabled_by_name_records_nothing_of_ours(

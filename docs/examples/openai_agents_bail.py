@@ -27,10 +27,12 @@ class AlwaysCallsATool(Model):
     """A model that never answers: every turn asks for ``lookup`` again."""
 
     async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        with generation_span(model="scripted"):
+        with generation_span(model="scripted") as span:
             call = ResponseFunctionToolCall(
                 type="function_call", call_id="c1", name="lookup", arguments='{"q": "x"}'
             )
+            # Record the output, as the SDK's own models do: a blank answer is seen only here.
+            span.span_data.output = [call.model_dump()]
             return ModelResponse(output=[call], usage=Usage(requests=1), response_id=None)
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> Any:

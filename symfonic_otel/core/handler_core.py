@@ -15,6 +15,7 @@ from opentelemetry.context import Context
 
 from symfonic_otel.core.runs import OpenRun, RunRegistry
 from symfonic_otel.core.steps import OpenCall, OpenCalls
+from symfonic_otel.emit.agents import AgentEmitters
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.models import ModelCatalogue
 from symfonic_otel.emit.spans import SpanEmitter
@@ -46,6 +47,15 @@ class HandlerCore:
     tenant_from_baggage: bool
     max_run_ms: float
     node_spans: bool
+    agents: AgentEmitters
+
+    def agent_metrics(self, name: object, tenant: str) -> MetricEmitter:
+        """The emitter of a run the framework names ``name`` (None: the handler's own name),
+        with the tenant's zero series under that name."""
+        emitter = self.agents(name)
+        if emitter is not self.metrics:
+            emitter.seed_tenant(tenant)
+        return emitter
 
     def tenant(self, explicit: object) -> str:
         raw = resolve_tenant(

@@ -16,6 +16,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
+from symfonic_otel import semconv
 from symfonic_otel.core.handler_core import (
     DUPLICATE,
     EMPTY_CONTEXT,
@@ -64,13 +65,16 @@ class RunFlow:
             context=trace.set_span_in_context(span, EMPTY_CONTEXT),
             tenant=tenant,
             started_monotonic=time.monotonic(),
+            metrics=core.agent_metrics(
+                attributes.get(semconv.GEN_AI_AGENT_NAME) if attributes else None, tenant
+            ),
         )
         added, evicted = core.runs.add(run)
         if not added:  # lost a race with a concurrent start of the same id
             span.end()
             core.drop("agent_start", DUPLICATE)
         else:
-            core.metrics.run_started()
+            (run.metrics or core.metrics).run_started()
         for old in evicted:
             self.abandon(old)
         if bad_time:
@@ -114,7 +118,7 @@ class RunFlow:
             if end.duration_ms is not None
             else max(time.monotonic() - run.started_monotonic, 0.0)
         )
-        core.metrics.run_ended(
+        (run.metrics or core.metrics).run_ended(
             run.tenant,
             end.outcome,
             empty,
@@ -134,8 +138,9 @@ class RunFlow:
         core = self._core
         core.close_steps(run)
         core.spans.abandon_run(run.span)
-        core.metrics.run_ended(run.tenant, "abandoned", None, None, run.iterations, None)
-        core.metrics.orphaned()
+        emitter = run.metrics or core.metrics
+        emitter.run_ended(run.tenant, "abandoned", None, None, run.iterations, None)
+        emitter.orphaned()
 
     def react_loop_end(self, event: Any) -> None:
         core = self._core
@@ -146,11 +151,12 @@ class RunFlow:
         # The bail is counted whatever else is wrong with the event: it is what operators page
         # on. A run paused for its user is the exception: it has not answered yet.
         if not paused:
-            core.metrics.silent_bail(
-                run.tenant if run is not None else core.tenant(None),
-                reason,
-                span_link(run.span.get_span_context()) if run is not None else None,
-            )
+            if run is not None:
+                (run.metrics or core.metrics).silent_bail(
+                    run.tenant, reason, span_link(run.span.get_span_context())
+                )
+            else:
+                core.metrics.silent_bail(core.tenant(None), reason)
         if run is None:
             core.drop("react_loop_end", UNKNOWN_RUN if run_id else MALFORMED)
             return

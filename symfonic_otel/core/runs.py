@@ -18,6 +18,7 @@ from opentelemetry.trace import Span
 
 from symfonic_otel import semconv
 from symfonic_otel.core.steps import RunSteps
+from symfonic_otel.emit.metrics import MetricEmitter
 
 _RECENTLY_ENDED_CAP = 4096
 _STEPS_LOCK = threading.Lock()
@@ -50,6 +51,8 @@ class OpenRun:
     paused: str | None = None
     interrupt_name: str = ""
     node_error_type: str | None = None  # the last NodeError's: Symfonic's AgentEnd has none
+    # The emitter labelled with the framework's agent name (None: the handler's own).
+    metrics: MetricEmitter | None = None
 
     def step_state(self) -> RunSteps:
         steps = self.steps

@@ -18,7 +18,9 @@ is set above that bound:
 
 ``series_budget(max_tenants)`` is the resulting worst case per instrument for one handler (one
 agent name); ``configure_telemetry`` sets ``CARDINALITY_LIMIT`` on this package's meter. With a
-MeterProvider of your own, add ``cardinality_view()``.
+MeterProvider of your own, add ``cardinality_view()``. An adapter or the span processor labels
+runs with the framework's agent names (``emit.agents``): ``agent_names`` label values, at most
+``agent_label_values()``, multiply the sets of the instruments carrying ``gen_ai.agent.name``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from symfonic_otel import semconv
+from symfonic_otel.emit.vocabulary import MAX_AGENT_NAMES
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.view import View
@@ -86,6 +89,20 @@ POOLED: Final[Mapping[str, int]] = {
     semconv.CLIENT_TIME_TO_FIRST_CHUNK.name: DETAIL_POOL,
     semconv.EXECUTE_TOOL_DURATION.name: DETAIL_POOL,
 }
+# Instruments carrying ``gen_ai.agent.name``: their coarse sets (and the tool pool, whose keys
+# hold no agent) repeat per agent label value.
+AGENT_LABELLED: Final = frozenset(
+    {
+        semconv.AGENT_RUNS.name,
+        semconv.SILENT_BAILS.name,
+        semconv.STOP_REASONS.name,
+        semconv.AGENT_DURATION.name,
+        semconv.REACT_ITERATIONS.name,
+        semconv.EXECUTE_TOOL_DURATION.name,
+        semconv.ACTIVE_RUNS.name,
+        semconv.ORPHANED_RUNS.name,
+    }
+)
 # Instruments without a tenant label, whatever the options.
 FIXED: Final[Mapping[str, int]] = {
     semconv.ACTIVE_RUNS.name: 1,
@@ -101,29 +118,42 @@ def tenant_values(max_tenants: int) -> int:
     return max_tenants + 2
 
 
-def per_tenant_sets(name: str) -> int:
+def agent_label_values(max_agent_names: int = MAX_AGENT_NAMES) -> int:
+    """Agent label values of one adapter or processor: its names, its default and ``_OTHER``."""
+    return max_agent_names + 2
+
+
+def per_tenant_sets(name: str, agent_names: int = 1) -> int:
     """Worst-case sets one tenant holds on the per-tenant counter ``name``."""
-    return PER_TENANT[name] + (TENANT_DETAIL_SETS if name in TENANT_DETAILED else 0)
+    coarse = PER_TENANT[name] * (agent_names if name in AGENT_LABELLED else 1)
+    return coarse + (TENANT_DETAIL_SETS if name in TENANT_DETAILED else 0)
 
 
 def series_budget(
-    max_tenants: int = DEFAULT_MAX_TENANTS, tenant_histograms: bool = False
+    max_tenants: int = DEFAULT_MAX_TENANTS, tenant_histograms: bool = False, agent_names: int = 1
 ) -> dict[str, int]:
-    """Worst-case attribute sets per instrument for one handler with ``max_tenants``."""
+    """Worst-case attribute sets per instrument for one handler with ``max_tenants`` (and
+    ``agent_names`` agent label values)."""
     tenants = tenant_values(max_tenants)
-    budget = {name: per_tenant_sets(name) * tenants for name in PER_TENANT}
+    budget = {name: per_tenant_sets(name, agent_names) * tenants for name in PER_TENANT}
     scale = tenants if tenant_histograms else 1
     for name, coarse in HISTOGRAM_COARSE.items():
         budget[name] = coarse * scale + POOLED.get(name, 0)
     budget.update(FIXED)
+    for name in AGENT_LABELLED - PER_TENANT.keys():
+        budget[name] *= agent_names
     return budget
 
 
 def required_cardinality_limit(
-    max_tenants: int = DEFAULT_MAX_TENANTS, handlers: int = 1, tenant_histograms: bool = False
+    max_tenants: int = DEFAULT_MAX_TENANTS,
+    handlers: int = 1,
+    tenant_histograms: bool = False,
+    agent_names: int = 1,
 ) -> int:
     """The SDK cardinality limit that ``handlers`` handlers on one MeterProvider need."""
-    return max(series_budget(max_tenants, tenant_histograms).values()) * handlers
+    budget = series_budget(max_tenants, tenant_histograms, agent_names)
+    return max(budget.values()) * handlers
 
 
 def cardinality_view(limit: int = CARDINALITY_LIMIT) -> View:

@@ -101,32 +101,18 @@ class MetricEmitter:
 
     def seed_tenant(self, tenant: str) -> None:
         """Create the tenant's alert series at zero when it takes a slot (again)."""
-        if self.counters.knows(tenant):
-            return
-        count, attrs = self._count, self._attrs
+        if not self.counters.knows(tenant):
+            self._seed(tenant)
+
+    def _seed(self, tenant: str) -> None:
+        count, attrs, cached = self._count, self._attrs, self._cached
         for outcome, empty in SEEDED_RUNS:
-            count(
-                _RUNS,
-                tenant,
-                self._cached(
-                    ("runs", tenant, outcome, empty, False),
-                    attrs.runs,
-                    tenant,
-                    outcome,
-                    empty,
-                    False,
-                ),
-                0,
-            )
+            key = ("runs", tenant, outcome, empty, False)
+            count(_RUNS, tenant, cached(key, attrs.runs, tenant, outcome, empty, False), 0)
         for reason in sorted(TERMINATION_REASONS):
-            count(
-                _BAILS,
-                tenant,
-                self._cached(("bail", tenant, reason), attrs.bail, tenant, reason),
-                0,
-            )
+            count(_BAILS, tenant, cached(("bail", tenant, reason), attrs.bail, tenant, reason), 0)
         for stop in SEEDED_STOP_REASONS:
-            count(_STOPS, tenant, self._cached(("stop", tenant, stop), attrs.stop, tenant, stop), 0)
+            count(_STOPS, tenant, cached(("stop", tenant, stop), attrs.stop, tenant, stop), 0)
 
     # --- runs -------------------------------------------------------------------------------
 

@@ -17,6 +17,9 @@ MAX_MODELS: Final = 200
 MAX_NODES: Final = 32
 MAX_PROVIDERS: Final = 32
 MAX_TOOLS: Final = 200
+# Framework agent names a handler labels its series with; more fold into ``_OTHER`` (see
+# ``emit.agents``). The handler's own ``agent_name`` takes no slot.
+MAX_AGENT_NAMES: Final = 16
 TERMINATION_REASONS: Final = frozenset({"tool_calls_with_no_text", "no_content_no_tool_calls"})
 FABRICATION_PAIRS: Final = frozenset(
     {

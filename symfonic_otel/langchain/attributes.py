@@ -55,7 +55,7 @@ _MAX_STOP_CHARS: Final = 256
 # A conversation is a LangGraph thread, or what LangSmith and others call a session.
 _CONVERSATION_KEYS: Final = ("thread_id", "session_id", "conversation_id")
 # Names LangChain gives runs nobody named: not an agent name.
-_DEFAULT_NAMES: Final = frozenset({"LangGraph", "RunnableSequence", "RunnableLambda"})
+_DEFAULT_NAMES: Final = semconv.DEFAULT_RUN_NAMES
 # Ids LangChain makes up when the provider sent none (``lc_run--<uuid>``, older ``run-<uuid>``).
 _LOCAL_ID_PREFIXES: Final = ("lc_run-", "run-")
 _INT64_MAX: Final = 2**63 - 1

@@ -177,6 +177,7 @@ class LangChainCallbackHandler(_HandlerBase):
                 work(key)
         except Exception as exc:
             self._failures.report(f"langchain.{kind}", exc, run_id=run_id)
+            self._core.adapter_failed(f"langchain.{kind}")
 
     # --- chains: the top-level one is the agent run, graphs inside it sub-agent runs ----------
 
@@ -233,6 +234,7 @@ class LangChainCallbackHandler(_HandlerBase):
             run_id = event.run_id
         except Exception as exc:
             self._failures.report("langchain.on_interrupt", exc)
+            self._core.adapter_failed("langchain.on_interrupt")
             return
         self._guarded("on_interrupt", run_id, self._tree.pause)
 

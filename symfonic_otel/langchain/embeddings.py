@@ -178,3 +178,4 @@ class EmbeddingsWrapper:
             )
         except Exception as exc:
             self._failures.report("langchain.embeddings", exc)
+            self._core.adapter_failed("langchain.embeddings")

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Final, Literal
 
 from symfonic_otel.events import TerminationOutcome
+from symfonic_otel.read.step_caps import STEP_CAP_ERROR_TYPES
 
 __all__ = ["ErrorKind", "classify", "error_type", "exit_reason", "outcome"]
 
@@ -51,20 +52,15 @@ def _graph_errors() -> _GraphErrors:
     return _GraphErrors((GraphBubbleUp,), (GraphInterrupt,), (GraphRecursionError,))
 
 
-# LangChain ``create_agent``'s call-limit middlewares raise these with exit behaviour "error":
-# (module, class). Looked up only among modules already imported: an error of a class whose
-# module was never imported cannot be one of them, and telemetry imports nothing on the way.
-_BUDGET_ERRORS: Final = (
-    ("langchain.agents.middleware.model_call_limit", "ModelCallLimitExceededError"),
-    ("langchain.agents.middleware.tool_call_limit", "ToolCallLimitExceededError"),
-)
-
-
 def _budget_error(error: BaseException) -> bool:
-    """Whether ``error`` is a framework's step budget running out (other than LangGraph's)."""
-    for module_name, class_name in _BUDGET_ERRORS:
-        module = sys.modules.get(module_name)
-        kind = getattr(module, class_name, None) if module is not None else None
+    """Whether ``error`` is a framework's step budget running out (``read.step_caps``).
+
+    Classes are looked up only among modules already imported: an error of a class whose module
+    was never imported cannot be one of them, and telemetry imports nothing on the way.
+    """
+    for known in STEP_CAP_ERROR_TYPES:
+        module = sys.modules.get(known.module)
+        kind = getattr(module, known.name, None) if module is not None else None
         if isinstance(kind, type) and isinstance(error, kind):
             return True
     return False

@@ -144,6 +144,7 @@ class SymfonicTracingProcessor(TracingProcessor):
                 work(*args)
         except Exception as exc:  # never into the agent
             self._failures.report(f"openai_agents.{kind}", exc)
+            self.handler.adapter_failed(f"openai_agents.{kind}")
 
     def _trace_start(self, sdk_trace: Trace) -> None:
         group = getattr(sdk_trace, "group_id", None)

@@ -280,6 +280,7 @@ class SymfonicCapability(AbstractCapability[Any]):
             )
         except Exception as exc:
             self._failures.report("pydantic_ai.tool_start", exc)
+            self.core.adapter_failed("pydantic_ai.tool_start")
             return None
 
     def _close_tool(self, span: Any, result: object, error_type: str | None) -> None:
@@ -295,3 +296,4 @@ class SymfonicCapability(AbstractCapability[Any]):
             work(*args)
         except Exception as exc:  # never into the agent
             self._failures.report(f"pydantic_ai.{kind}", exc)
+            self.core.adapter_failed(f"pydantic_ai.{kind}")

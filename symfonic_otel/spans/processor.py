@@ -1,12 +1,13 @@
 """SilentBailSpanProcessor: silent bails per tenant from the GenAI spans of other instrumentations.
 
 Installed on the ``TracerProvider`` that OpenLLMetry, OpenInference, OpenTelemetry's own GenAI
-instrumentations or Pydantic AI export through, it reads each span as it ends and, when a
-trace's local root ends, records the trace's agent run through this package's metric emitter:
-``symfonic.agent.runs``, ``symfonic.react.silent_bails`` and ``symfonic.agent.stop_reasons`` per
-tenant, with the same tenant budget, zero-seeding and label caps as the callback handler. It
-starts no span, changes none, holds a few flags per open trace (bounded by count and age) and
-never raises into the SDK that calls it.
+instrumentations or Pydantic AI export through, it reads each span as it ends, judges each agent
+invocation on its own model calls (``runs``), and when the local root above it ends records the
+runs through this package's metric emitter: ``symfonic.agent.runs``,
+``symfonic.react.silent_bails`` and ``symfonic.agent.stop_reasons`` per tenant and per agent
+name, with the same tenant budget, zero-seeding and label caps as the callback handler. It
+starts no span, changes none, holds a few flags per open span with evidence (bounded by count
+and age) and never raises into the SDK that calls it.
 """
 
 from __future__ import annotations
@@ -24,14 +25,17 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv
 from symfonic_otel._version import __version__
 from symfonic_otel.core.handler_core import INTERNAL_ERROR
+from symfonic_otel.emit.agents import AgentEmitters
+from symfonic_otel.emit.budget import agent_label_values
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.tenancy import resolve_tenant
 from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.options import is_positive_seconds, warn_if_over_limit
 from symfonic_otel.read.sanitise import clean_label
-from symfonic_otel.spans.reading import Kind, SpanReading, metadata_value, read_span
-from symfonic_otel.spans.traces import TraceRun, TraceTable
+from symfonic_otel.spans.reading import Kind, metadata_value, read_span
+from symfonic_otel.spans.runs import fold
+from symfonic_otel.spans.traces import AgentRun, Pending, SpanTable
 from symfonic_otel.spans.verdict import judge
 
 __all__ = ["SilentBailSpanProcessor"]
@@ -52,10 +56,12 @@ class SilentBailSpanProcessor(SpanProcessor):
       ranks first, ``tenant_id`` is the default, then ``"unknown"``.
     * ``tenant_metadata_key``: a key of the run's metadata as OpenInference records it (one
       JSON attribute ``metadata``), read when no tenant attribute is found, e.g. ``"tenant_id"``.
-    * ``agent_name``: the agent label of the recorded series.
+    * ``agent_name``: the agent label of runs whose spans name no agent (``gen_ai.agent.name``);
+      a run that names one is labelled with it (sanitised, at most 16 names, then ``_OTHER``).
     * ``max_tenants``: tenants active at once; past it, ``"__overflow__"``.
     * ``tenant_idle_s``: a tenant idle this long gives back its slot and its series.
-    * ``max_traces`` / ``trace_ttl_s``: open traces remembered, and for how long.
+    * ``max_traces`` / ``trace_ttl_s``: open spans holding evidence (about one per open run and
+      per open span around it), and for how long.
 
     Content is read only to tell a blank answer from a non-blank one; none is recorded.
     """
@@ -114,12 +120,13 @@ class SilentBailSpanProcessor(SpanProcessor):
         self._metrics = MetricEmitter(
             meter, clean_label(agent_name), self._tenants, meter_provider=meter_provider
         )
-        self._traces = TraceTable(max_traces, float(trace_ttl_s))
+        self._agents = AgentEmitters(self._metrics)
+        self._traces = SpanTable(max_traces, float(trace_ttl_s))
         self._failures = FailureLog()
         self._fold_lock = threading.Lock()
         # Traces whose root never ends are judged at every metric collection too.
         self._metrics.recorder.on_collect(self.expire_traces)
-        warn_if_over_limit(max_tenants)
+        warn_if_over_limit(max_tenants, agent_names=agent_label_values())
 
     # --- the SDK's SpanProcessor interface ----------------------------------------------------
 
@@ -131,13 +138,10 @@ class SilentBailSpanProcessor(SpanProcessor):
             self._on_end(span)
         except Exception as exc:  # never into the SDK, never into the instrumented app
             self._failures.report("span_processor", exc)
-            try:
-                self._metrics.dropped(_EVENT_KIND, INTERNAL_ERROR)
-            except Exception as inner:
-                self._failures.report("drop_count", inner)
+            self._dropped(INTERNAL_ERROR)
 
     def shutdown(self) -> None:
-        """Judge the traces still open (their runs ended, their roots did not)."""
+        """Count the runs still held (they ended, the roots above them did not)."""
         self._guarded_finish(self._traces.drain())
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
@@ -146,7 +150,7 @@ class SilentBailSpanProcessor(SpanProcessor):
     # --- housekeeping -------------------------------------------------------------------------
 
     def expire_traces(self) -> int:
-        """Judge the traces past their TTL now (also done at every metric collection)."""
+        """Count the runs held past the TTL now (also done at every metric collection)."""
         expired = self._traces.expired()
         self._guarded_finish(expired)
         return len(expired)
@@ -162,8 +166,12 @@ class SilentBailSpanProcessor(SpanProcessor):
         if context is None:
             return
         trace_id = context.trace_id
+        key = (trace_id, context.span_id)
         parent = span.parent
         is_root = parent is None or parent.is_remote
+        table = self._traces
+        if table.ended(key):
+            return  # delivered again, or evicted while open: its runs were counted
         scope = span.instrumentation_scope
         ours = scope is not None and scope.name == semconv.SCOPE_NAME
         # One copy: the SDK's attribute mapping answers a missing key by raising KeyError
@@ -172,44 +180,24 @@ class SilentBailSpanProcessor(SpanProcessor):
         reading = None if ours else read_span(attributes, span.events, _failed(span), is_root)
         tenant = None if ours else self._tenant_in(attributes)
         relevant = (
-            ours or tenant is not None or (reading is not None and reading.kind != Kind.OTHER)
+            ours
+            or tenant is not None
+            or (reading is not None and (reading.kind is not Kind.OTHER or reading.step_cap))
         )
-        run = self._traces.peek(trace_id)
-        if run is None and relevant:
-            run, evicted = self._traces.get_or_open(trace_id)
-            self._guarded_finish(evicted)
-        if run is not None:
-            with self._fold_lock:  # spans of one trace may end in several threads at once
-                self._fold(run, span, (trace_id, context.span_id), ours, reading, tenant)
-        if is_root:
-            closed = self._traces.close(trace_id)
-            if closed is not None:
-                self._finish(closed)
-
-    @staticmethod
-    def _fold(
-        run: TraceRun,
-        span: ReadableSpan,
-        ids: tuple[int, int],
-        ours: bool,
-        reading: SpanReading | None,
-        tenant: tuple[int, str] | None,
-    ) -> None:
-        """Fold one ended span into its trace's evidence."""
-        if ours:
-            run.ours = True
-        elif reading is not None:
-            if reading.kind is Kind.CHAT:
-                run.chat(span.end_time or 0, reading.output, reading.finish_reason)
-            elif reading.kind is Kind.AGENT:
-                start, end = span.start_time or 0, span.end_time or 0
-                run.run_span(start, end, reading.output, reading.failed, reading.step_cap)
-                if run.run_link is None or start <= (run.run_start or start):
-                    run.run_link = ids
-            elif reading.step_cap:  # the app's own root span recorded the framework's error
-                run.step_cap = True
-        if tenant is not None:
-            run.offer_tenant(*tenant)
+        with self._fold_lock:  # spans of one trace may end in several threads at once
+            held = table.end(key, relevant)
+            if held is None and not relevant:
+                return
+            times = (span.start_time or 0, span.end_time or 0)
+            out = fold(held, reading, ours, tenant, key, times)
+            parent_key = None if parent is None or is_root else (trace_id, parent.span_id)
+            evicted: list[Pending] = []
+            if parent_key is None:  # a local root: the runs under it are counted now
+                evicted = [out]
+            elif not table.ended(parent_key):
+                evicted = table.hand_up(parent_key, out)
+            # else: a span ending after its parent was judged opens no second run
+        self._guarded_finish(evicted)
 
     def _tenant_in(self, attributes: Mapping[str, Any]) -> tuple[int, str] | None:
         for rank, key in enumerate(self._tenant_keys):
@@ -226,20 +214,31 @@ class SilentBailSpanProcessor(SpanProcessor):
                 return len(self._tenant_keys), value
         return None
 
-    def _guarded_finish(self, runs: list[TraceRun]) -> None:
+    def _guarded_finish(self, pendings: list[Pending]) -> None:
+        for pending in pendings:
+            if pending.ours:
+                continue  # our own handler counted these runs
+            self._count_runs(pending.all_runs())
+
+    def _count_runs(self, runs: list[AgentRun]) -> None:
         for run in runs:
             try:
                 self._finish(run)
             except Exception as exc:
                 self._failures.report("span_processor", exc)
+                self._dropped(INTERNAL_ERROR)
 
-    def _finish(self, run: TraceRun) -> None:
-        if run.ours or not run.agent_seen:
-            return  # our own handler counted it / no agent run in this trace (a lone call)
+    def _dropped(self, reason: str) -> None:
+        try:
+            self._metrics.dropped(_EVENT_KIND, reason)
+        except Exception as inner:
+            self._failures.report("drop_count", inner)
+
+    def _finish(self, run: AgentRun) -> None:
         verdict = judge(run)
-        raw = resolve_tenant(run.tenant, default=self._tenant_default)
+        raw = resolve_tenant(run.tenant.value, default=self._tenant_default)
         tenant = self._tenants(raw)
-        emitter = self._metrics
+        emitter: MetricEmitter = self._agents(run.name)
         emitter.seed_tenant(tenant)
         emitter.run_started()  # run_ended takes the run out of the active-runs gauge again
         emitter.run_ended(
@@ -249,10 +248,10 @@ class SilentBailSpanProcessor(SpanProcessor):
             verdict.duration_s,
             verdict.iterations,
             verdict.stop_reason,
-            link=run.run_link,
+            link=run.link,
         )
         if verdict.bail is not None:
-            emitter.silent_bail(tenant, verdict.bail, run.run_link)
+            emitter.silent_bail(tenant, verdict.bail, run.link)
 
 
 def _failed(span: ReadableSpan) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from symfonic_otel import semconv
 from symfonic_otel.read.extract import clean_stop_reason
+from symfonic_otel.read.step_caps import is_step_cap_type
 
 
 class Output(enum.Enum):
@@ -43,6 +44,10 @@ class SpanReading:
     finish_reason: str | None = None  # the call's raw finish reason, cleaned (first choice)
     step_cap: bool = False  # the span records a framework step-cap error
     failed: bool = False  # status ERROR
+    # An agent span that names an invocation wherever it sits (GenAI ``invoke_agent``), not a
+    # run root only at the top (OpenInference ``AGENT`` names any node called "agent").
+    nested: bool = False
+    name: str | None = None  # the framework's agent name (``gen_ai.agent.name``), raw
 
 
 # A JSON message list longer than this is not parsed (memory and time stay bounded whatever a
@@ -98,7 +103,15 @@ def read_span(
         return SpanReading(kind, output, finish[0] if finish else None, failed=failed)
     step_cap = _step_cap(attributes, events)
     if kind is Kind.AGENT:
-        return SpanReading(kind, final_output(attributes), step_cap=step_cap, failed=failed)
+        name = attributes.get(semconv.GEN_AI_AGENT_NAME)
+        return SpanReading(
+            kind,
+            final_output(attributes),
+            step_cap=step_cap,
+            failed=failed,
+            nested=attributes.get(semconv.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS,
+            name=name if isinstance(name, str) and name not in semconv.DEFAULT_RUN_NAMES else None,
+        )
     return SpanReading(kind, step_cap=step_cap, failed=failed)
 
 
@@ -272,4 +285,4 @@ def _step_cap(attributes: Mapping[str, Any], events: Sequence[Any]) -> bool:
 
 
 def _is_step_cap(value: object) -> bool:
-    return isinstance(value, str) and value.rsplit(".", 1)[-1] in semconv.STEP_CAP_ERRORS
+    return is_step_cap_type(value)
