@@ -33,7 +33,8 @@ from llama_index.core.instrumentation.events.llm import (
     LLMChatStartEvent,
 )
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-from llama_index_instrumentation import Dispatcher, get_dispatcher
+from llama_index_instrumentation import get_dispatcher
+from llama_index_instrumentation.dispatcher import Dispatcher, active_instrument_tags
 from opentelemetry.util.types import AttributeValue
 from pydantic import PrivateAttr
 from workflows.errors import WorkflowRuntimeError
@@ -238,6 +239,8 @@ class SymfonicLlamaIndex:
         outer = self._index.owner(parent_id)
         if outer is not None:  # an agent run inside another's tool
             attributes[semconv.RUN_PARENT_ID] = outer.key
+        if not isinstance(tags, Mapping):  # the run span is entered with the tags in context
+            tags = active_instrument_tags.get()
         tenant = tags.get(_TENANT_TAG) if isinstance(tags, Mapping) else None
         query = ""
         if self.core.capture_content:
@@ -317,7 +320,9 @@ class SymfonicLlamaIndex:
             return
         if isinstance(event, LLMChatStartEvent):
             model = event.model_dict.get("model") if isinstance(event.model_dict, dict) else None
-            step = run.spans.get(span_id)
+            if any(outer in run.pending for outer in self._index.ancestors(run, span_id)):
+                return  # a chat method calling another (``achat`` -> ``chat``): one call
+            step = run.spans.get(span_id, (None, ""))[0]
             fallback = step is not None and step == run.cap_step
             run.pending[span_id] = Call(
                 time.time_ns(),

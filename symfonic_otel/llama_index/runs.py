@@ -40,7 +40,7 @@ class LlamaRun:
     cap_step: str | None = None  # the step that found the budget spent
     fallbacks: int = 0
     last: Turn | None = None
-    spans: dict[str, str] = field(default_factory=dict)  # span id -> its step's span id
+    spans: dict[str, tuple[str, str]] = field(default_factory=dict)  # span -> (step, parent)
     pending: dict[str, Call] = field(default_factory=dict)  # model span id -> call
     tools: dict[str, Span] = field(default_factory=dict)  # tool step span id -> span
     streamed: set[str] = field(default_factory=set)  # ended model spans whose stream goes on
@@ -84,12 +84,22 @@ class RunIndex:
 
     def index(self, run: LlamaRun, span_id: str, parent_id: str) -> str | None:
         """Index ``span_id`` (child of ``parent_id``) in ``run``; returns its step's span id."""
-        step = span_id if parent_id == run.key else run.spans.get(parent_id)
+        step = span_id if parent_id == run.key else run.spans.get(parent_id, (None, ""))[0]
         if step is None or len(run.spans) >= self._max_spans:
             return None
-        run.spans[span_id] = step
+        run.spans[span_id] = (step, parent_id)
         self._owner[span_id] = run.key
         return step
+
+    @staticmethod
+    def ancestors(run: LlamaRun, span_id: str) -> list[str]:
+        """The indexed spans above ``span_id`` in ``run``, innermost first (bounded by the index)."""
+        found: list[str] = []
+        parent = run.spans.get(span_id, ("", ""))[1]
+        while parent in run.spans and len(found) < len(run.spans):
+            found.append(parent)
+            parent = run.spans[parent][1]
+        return found
 
     def release(self, run: LlamaRun, span_id: str) -> None:
         if run.spans.pop(span_id, None) is not None:
