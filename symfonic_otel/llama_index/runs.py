@@ -93,7 +93,7 @@ class RunIndex:
 
     @staticmethod
     def ancestors(run: LlamaRun, span_id: str) -> list[str]:
-        """The indexed spans above ``span_id`` in ``run``, innermost first (bounded by the index)."""
+        """The indexed spans above ``span_id`` in ``run``, innermost first."""
         found: list[str] = []
         parent = run.spans.get(span_id, ("", ""))[1]
         while parent in run.spans and len(found) < len(run.spans):
