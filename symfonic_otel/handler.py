@@ -378,12 +378,9 @@ class OTelCallbackHandler(SymfonicProtocol):
         return self._tracer_provider is tracer_provider or self._meter_provider is meter_provider
 
     def adapter_failure(self, kind: str, exc: BaseException | None = None) -> None:
-        """An adapter's own failure (a hook that could not read its framework's payload): logged
-        once per kind, by type only, and counted in ``symfonic.telemetry.dropped_events``."""
-        try:
-            self._core.failures.report(kind, exc)
-        finally:
-            self._core.drop(kind, INTERNAL_ERROR)
+        """An adapter's own failure: logged once per kind, counted in dropped_events."""
+        self._core.failures.report(kind, exc)  # never raises
+        self._core.drop(kind, INTERNAL_ERROR)
 
     # --- internals -----------------------------------------------------------------------------
 

@@ -26,17 +26,14 @@ from typing import Any, Final
 
 from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
 from llama_index.core.agent.workflow.workflow_events import AgentOutput, ToolCall, ToolCallResult
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.llm import (
     LLMChatEndEvent,
     LLMChatInProgressEvent,
     LLMChatStartEvent,
 )
-from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index_instrumentation import get_dispatcher
 from llama_index_instrumentation.dispatcher import Dispatcher, active_instrument_tags
 from opentelemetry.util.types import AttributeValue
-from pydantic import PrivateAttr
 from workflows.errors import WorkflowRuntimeError
 
 from symfonic_otel import semconv
@@ -44,6 +41,7 @@ from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.llama_index import reading
+from symfonic_otel.llama_index.hooks import Events, Spans
 from symfonic_otel.llama_index.runs import Call, LlamaRun, RunIndex
 from symfonic_otel.read.content import json_text
 
@@ -75,56 +73,6 @@ def _captured(key: str, value: object) -> dict[str, AttributeValue]:
     return attributes
 
 
-class _Spans(BaseSpanHandler[Any]):
-    """Forwards the dispatcher's span calls; keeps none of LlamaIndex's own span lists."""
-
-    _owner: Any = PrivateAttr(default=None)
-
-    def new_span(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def prepare_to_exit_span(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def span_enter(
-        self,
-        id_: str,
-        bound_args: Any,
-        instance: Any = None,
-        parent_id: str | None = None,
-        tags: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._owner.guard(
-            "span_enter", self._owner.enter, id_, bound_args, instance, parent_id, tags
-        )
-
-    def span_exit(
-        self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kwargs: Any
-    ) -> None:
-        self._owner.guard("span_exit", self._owner.exit, id_, result, None)
-
-    def span_drop(
-        self,
-        id_: str,
-        bound_args: Any,
-        instance: Any = None,
-        err: BaseException | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._owner.guard("span_drop", self._owner.exit, id_, None, err)
-
-
-class _Events(BaseEventHandler):
-    _owner: Any = PrivateAttr(default=None)
-
-    def handle(self, event: Any, **kwargs: Any) -> None:
-        self._owner.guard("event", self._owner.event, event)
-
-
 class SymfonicLlamaIndex:
     """Records LlamaIndex agent runs, model calls, tools and step caps; see the module docstring.
 
@@ -149,9 +97,9 @@ class SymfonicLlamaIndex:
         self._index = RunIndex(
             _positive("max_runs", max_runs), _positive("max_spans_per_run", max_spans_per_run)
         )
-        self._spans = _Spans()
+        self._spans = Spans()
         self._spans._owner = self
-        self._events = _Events()
+        self._events = Events()
         self._events._owner = self
         self._dispatcher: Dispatcher | None = None
 
