@@ -2,8 +2,9 @@
 
 The model is LlamaIndex's own ``MockFunctionCallingLLM`` with a response generator that plays a
 script: ``"tool"`` asks for ``add`` (a tool-call block, or ReAct's ``Action:`` text for a
-``ReActAgent``), any other string is a text answer. A ``budget`` of ``max_iterations=N`` lets the
-agent parse N-1 turns: LlamaIndex counts the N-th parsed turn as the cap, whatever it holds.
+``ReActAgent``), ``"raise"`` fails the call, any other string is a text answer. A ``budget`` of
+``max_iterations=N`` lets the agent parse N-1 turns: LlamaIndex counts the N-th parsed turn as
+the cap, whatever it holds.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Script:
     def __call__(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         turn = self.turns[min(self.calls, len(self.turns) - 1)]
         self.calls += 1
+        if turn == "raise":
+            raise RuntimeError("provider down")
         if turn != "tool":
             content = f"Thought: I can answer.\nAnswer: {turn}" if self.react else turn
             return ChatMessage(role="assistant", content=content)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from bail_support import assert_raised_step_cap, bails_of
+from fallback_support import FALLBACKS, RUN_SPAN, assert_answered, assert_forced_answer
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index_support import (
     ANSWER,
@@ -33,48 +34,6 @@ from workflows.errors import WorkflowRuntimeError
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-
-RUN_SPAN = "invoke_agent helper"
-FALLBACKS = semconv.SYNTHESIS_FALLBACKS.name
-
-
-def _fallback_spans(telemetry: InMemoryTelemetry) -> list[Any]:
-    return [
-        span
-        for span in telemetry.spans()
-        if (span.attributes or {}).get(semconv.NODE_NAME) == semconv.NODE_SYNTHESIZE_FALLBACK
-    ]
-
-
-def assert_forced_answer(telemetry: InMemoryTelemetry, tenant: str, recovered: bool) -> None:
-    """A run the cap ended with a forced answer: completed, a bail with stop reason
-    ``recursion_limit``, one synthesis fallback (recovered or not) on its own model call."""
-    assert bails_of(telemetry, tenant, "tool_calls_with_no_text") == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 1
-    stops = {semconv.TENANT_ID: tenant, semconv.RUN_STOP_REASON: "recursion_limit"}
-    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
-    ended = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, ended) == 1
-    where = {semconv.TENANT_ID: tenant, semconv.SYNTHESIS_RECOVERED: recovered}
-    assert telemetry.value(FALLBACKS, where) == telemetry.value(FALLBACKS) == 1
-    (fallback,) = _fallback_spans(telemetry)
-    assert (fallback.attributes or {})[semconv.SYNTHESIS_RECOVERED] is recovered
-    root = dict(telemetry.span(RUN_SPAN).attributes or {})
-    assert root[semconv.RUN_STOP_REASON] == "recursion_limit"
-    assert root[semconv.REACT_TERMINATION_REASON] == "tool_calls_with_no_text"
-    assert root[semconv.RESPONSE_EMPTY] is not recovered
-
-
-def assert_answered(telemetry: InMemoryTelemetry, tenant: str) -> None:
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    assert telemetry.value(FALLBACKS) == 0
-    ended = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, ended) == 1
-    root = dict(telemetry.span(RUN_SPAN).attributes or {})
-    assert root[semconv.RUN_STOP_REASON] == "end_turn"
-    assert root[semconv.RESPONSE_EMPTY] is False
-    assert semconv.REACT_TERMINATION_REASON not in root
-    assert _fallback_spans(telemetry) == []
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -114,6 +73,16 @@ def test_a_blank_forced_answer_is_a_fallback_that_did_not_recover(
         _, error = run(workflow, early_stopping_method="generate")
     assert error is None
     assert_forced_answer(telemetry, "acme", recovered=False)
+
+
+def test_a_forced_answer_call_that_raises_is_a_bail_and_a_fallback_that_did_not_recover(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    workflow, _ = agent("function", ["tool"] * BUDGET + ["raise"])
+    with instrumented(telemetry), tenant_scope("acme"):
+        _, error = run(workflow, early_stopping_method="generate")
+    assert isinstance(error, RuntimeError)
+    assert_forced_answer(telemetry, "acme", recovered=False, outcome="error")
 
 
 @pytest.mark.parametrize("method", ["force", "generate"])

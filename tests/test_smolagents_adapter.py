@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from bail_support import bails_of
+from fallback_support import RUN_SPAN, assert_answered, assert_forced_answer
 from smolagents_support import (
     ANSWER,
     BUDGET,
@@ -30,9 +31,6 @@ from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.smolagents import SymfonicSmolagents
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
-RUN_SPAN = "invoke_agent helper"
-FALLBACKS = semconv.SYNTHESIS_FALLBACKS.name
-
 
 def _adapter(telemetry: InMemoryTelemetry, **handler: Any) -> SymfonicSmolagents:
     return SymfonicSmolagents(telemetry.handler(**handler))
@@ -40,43 +38,6 @@ def _adapter(telemetry: InMemoryTelemetry, **handler: Any) -> SymfonicSmolagents
 
 def _output(result: Any) -> Any:
     return getattr(result, "output", result)
-
-
-def _fallback_spans(telemetry: InMemoryTelemetry) -> list[Any]:
-    return [
-        span
-        for span in telemetry.spans()
-        if (span.attributes or {}).get(semconv.NODE_NAME) == semconv.NODE_SYNTHESIZE_FALLBACK
-    ]
-
-
-def assert_forced_answer(telemetry: InMemoryTelemetry, tenant: str, recovered: bool) -> None:
-    assert bails_of(telemetry, tenant, "tool_calls_with_no_text") == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 1
-    stops = {semconv.TENANT_ID: tenant, semconv.RUN_STOP_REASON: "recursion_limit"}
-    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
-    ended = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, ended) == 1
-    where = {semconv.TENANT_ID: tenant, semconv.SYNTHESIS_RECOVERED: recovered}
-    assert telemetry.value(FALLBACKS, where) == telemetry.value(FALLBACKS) == 1
-    (fallback,) = _fallback_spans(telemetry)
-    assert (fallback.attributes or {})[semconv.SYNTHESIS_RECOVERED] is recovered
-    root = dict(telemetry.span(RUN_SPAN).attributes or {})
-    assert root[semconv.RUN_STOP_REASON] == "recursion_limit"
-    assert root[semconv.REACT_TERMINATION_REASON] == "tool_calls_with_no_text"
-    assert root[semconv.RESPONSE_EMPTY] is not recovered
-
-
-def assert_answered(telemetry: InMemoryTelemetry, tenant: str) -> None:
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    assert telemetry.value(FALLBACKS) == 0
-    ended = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, ended) == 1
-    root = dict(telemetry.span(RUN_SPAN).attributes or {})
-    assert root[semconv.RUN_STOP_REASON] == "end_turn"
-    assert root[semconv.RESPONSE_EMPTY] is False
-    assert semconv.REACT_TERMINATION_REASON not in root
-    assert _fallback_spans(telemetry) == []
 
 
 @pytest.mark.parametrize("mode", MODES)

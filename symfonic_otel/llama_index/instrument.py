@@ -38,12 +38,13 @@ from workflows.errors import WorkflowRuntimeError
 
 from symfonic_otel import semconv
 from symfonic_otel.core.run_end import AdapterRunEnd
-from symfonic_otel.events import AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
+from symfonic_otel.events import AgentStartEvent, LLMEndEvent, TerminationReason
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.llama_index import reading
 from symfonic_otel.llama_index.hooks import Events, Spans
 from symfonic_otel.llama_index.runs import Call, LlamaRun, RunIndex
 from symfonic_otel.read.content import json_text
+from symfonic_otel.read.turns import bail_event, captured
 
 __all__ = ["SymfonicLlamaIndex"]
 
@@ -63,14 +64,6 @@ def _agent_name(workflow: object) -> str:
         if isinstance(value, str) and value:
             return value
     return ""
-
-
-def _captured(key: str, value: object) -> dict[str, AttributeValue]:
-    text, truncated = json_text(value)
-    attributes: dict[str, AttributeValue] = {key: text}
-    if truncated:
-        attributes[semconv.CONTENT_TRUNCATED] = True
-    return attributes
 
 
 class SymfonicLlamaIndex:
@@ -208,8 +201,9 @@ class SymfonicLlamaIndex:
         text = reading.step_turn(output).text if isinstance(output, AgentOutput) else ""
         if error is None and output is not None and not isinstance(output, AgentOutput):
             text = output if isinstance(output, str) else json_text(output)[0]
+        # force raises; generate makes the fallback call (which may raise in turn)
         capped = run.cap_step is not None and (
-            isinstance(error, WorkflowRuntimeError) or (error is None and run.fallbacks > 0)
+            isinstance(error, WorkflowRuntimeError) or run.fallbacks > 0
         )
         answered = bool(text.strip())
         if error is not None:
@@ -218,7 +212,7 @@ class SymfonicLlamaIndex:
             outcome, stop, error_type = "cancelled", semconv.STOP_REASON_INTERRUPTED, None
         else:
             outcome, stop, error_type = "completed", "end_turn", None
-        bail = None
+        bail: TerminationReason | None = None
         if capped:
             stop, bail = semconv.STOP_REASON_RECURSION_LIMIT, "tool_calls_with_no_text"
         elif outcome == "completed" and not answered:
@@ -229,17 +223,7 @@ class SymfonicLlamaIndex:
                 else "no_content_no_tool_calls"
             )
         if bail is not None:
-            last = run.last
-            self.core.react_loop_end(
-                ReactLoopEndEvent(
-                    run_id=run.key,
-                    iteration_index=max(run.parses - 1, 0),
-                    content_type="str" if last is not None and last.text.strip() else "NoneType",
-                    has_tool_calls=last is not None and last.tool_calls > 0,
-                    tool_call_count=last.tool_calls if last is not None else 0,
-                    termination_reason=bail,  # type: ignore[arg-type]
-                )
-            )
+            self.core.react_loop_end(bail_event(run.key, run.parses - 1, run.last, bail))
         self.core.agent_end(
             AdapterRunEnd(
                 run_id=run.key,
@@ -322,7 +306,7 @@ class SymfonicLlamaIndex:
     def _open_tool(self, run: LlamaRun, span_id: str, event: ToolCall) -> None:
         attributes: dict[str, AttributeValue] = {}
         if self.core.capture_content:
-            attributes.update(_captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, event.tool_kwargs))
+            attributes.update(captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, event.tool_kwargs))
         span = self.core.start_tool(
             run.key,
             event.tool_name if isinstance(event.tool_name, str) else "",
@@ -338,7 +322,7 @@ class SymfonicLlamaIndex:
         attributes: dict[str, AttributeValue] = {}
         if self.core.capture_content and not failed and output is not None:
             attributes.update(
-                _captured(semconv.GEN_AI_TOOL_CALL_RESULT, getattr(output, "content", ""))
+                captured(semconv.GEN_AI_TOOL_CALL_RESULT, getattr(output, "content", ""))
             )
         self.core.end_tool(
             span,

@@ -6,28 +6,17 @@ the turn the agent parsed, its tool calls); the run's step budget from its start
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
 from llama_index.core.agent.workflow.base_agent import DEFAULT_MAX_ITERATIONS
 from llama_index.core.base.llms.types import ToolCallBlock
 
+from symfonic_otel.read.turns import Turn
+
 __all__ = ["Turn", "budget_of", "response_turn", "step_turn", "usage_of"]
 
 _MAX_TEXT_CHARS: Final = 65_536
 _MAX_BLOCKS: Final = 256
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """One model turn: its text (bounded) and how many tools it asked for."""
-
-    text: str
-    tool_calls: int
-
-    @property
-    def content_type(self) -> str:
-        return "str" if self.text.strip() else "NoneType"
 
 
 def _text(message: Any) -> str:

@@ -39,11 +39,11 @@ from smolagents.memory import (  # type: ignore[import-untyped]  # smolagents sh
 
 from symfonic_otel import semconv
 from symfonic_otel.core.run_end import AdapterRunEnd
-from symfonic_otel.events import AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
+from symfonic_otel.events import AgentStartEvent, LLMEndEvent, TerminationReason
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.read.content import json_text
+from symfonic_otel.read.turns import Turn, bail_event, captured
 from symfonic_otel.smolagents import steps
-from symfonic_otel.smolagents.steps import Turn
 
 __all__ = ["SymfonicSmolagents"]
 
@@ -58,14 +58,6 @@ class _Run:
     last: Turn | None = None
     capped: bool = False
     recovered: bool = False
-
-
-def _captured(key: str, value: object) -> dict[str, AttributeValue]:
-    text, truncated = json_text(value)
-    attributes: dict[str, AttributeValue] = {key: text}
-    if truncated:
-        attributes[semconv.CONTENT_TRUNCATED] = True
-    return attributes
 
 
 def _answered(output: object) -> bool:
@@ -173,7 +165,7 @@ class SymfonicSmolagents:
         for call in list(getattr(step, "tool_calls", None) or [])[:256]:
             attributes: dict[str, AttributeValue] = {}
             if self.core.capture_content:
-                attributes.update(_captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments))
+                attributes.update(captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments))
             span = self.core.start_tool(
                 run.run_id,
                 call.name if isinstance(call.name, str) else "",
@@ -247,18 +239,8 @@ class SymfonicSmolagents:
         )
         return run
 
-    def _bail(self, run: _Run, reason: str) -> None:
-        last = run.last
-        self.core.react_loop_end(
-            ReactLoopEndEvent(
-                run_id=run.run_id,
-                iteration_index=max(run.calls - 1, 0),
-                content_type=last.content_type if last is not None else "NoneType",  # type: ignore[arg-type]
-                has_tool_calls=last is not None and last.tool_calls > 0,
-                tool_call_count=last.tool_calls if last is not None else 0,
-                termination_reason=reason,  # type: ignore[arg-type]
-            )
-        )
+    def _bail(self, run: _Run, reason: TerminationReason) -> None:
+        self.core.react_loop_end(bail_event(run.run_id, run.calls - 1, run.last, reason))
 
     def _abandon(self, run: _Run) -> None:
         self.core.agent_end(AdapterRunEnd(run.run_id, "abandoned"))

@@ -7,27 +7,16 @@ smolagents appends when ``max_steps`` ran out: an ``ActionStep`` whose ``error``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
 from smolagents.utils import AgentMaxStepsError  # type: ignore[import-untyped]
 
-__all__ = ["Turn", "is_cap_step", "seconds_ns", "turn_of", "usage_of"]
+from symfonic_otel.read.turns import Turn
+
+__all__ = ["is_cap_step", "seconds_ns", "text_of", "turn_of", "usage_of"]
 
 _MAX_TEXT_CHARS: Final = 65_536
 _MAX_PARTS: Final = 256
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """One model turn: its text (bounded) and how many tools it asked for."""
-
-    text: str
-    tool_calls: int
-
-    @property
-    def content_type(self) -> str:
-        return "str" if self.text.strip() else "NoneType"
 
 
 def text_of(content: object) -> str:
