@@ -10,9 +10,6 @@ capped tenants, never for the one that answers.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import llama_index_support as llama
@@ -25,6 +22,7 @@ from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.smolagents import SymfonicSmolagents
 from tests.fleet_support import RULES, shortened_rules, silent_bail_pages
+from tests.live_traffic_support import paged, traffic
 from tests.prometheus_support import PrometheusServer, require_binary
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
@@ -53,37 +51,6 @@ def _round(smolagents: SymfonicSmolagents) -> None:
         assert smol.run(built) == smol.ANSWER
 
 
-@contextmanager
-def _traffic(work: Callable[[], None]) -> Iterator[list[BaseException]]:
-    errors: list[BaseException] = []
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                work()
-            except BaseException as exc:  # surfaced by the test, not lost in the thread
-                errors.append(exc)
-                return
-            stop.wait(PAUSE_S)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield errors
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-
-
-def _paged(prom: PrometheusServer, pages: set[str], states: tuple[str, ...]) -> set[str]:
-    return {
-        alert["labels"].get("tenant_id", "")
-        for alert in prom.alerts()
-        if alert["labels"].get("alertname") in pages and alert.get("state") in states
-    }
-
-
 def test_the_page_fires_for_the_capped_tenants_of_llama_index_and_smolagents_only(
     tmp_path: Path,
 ) -> None:
@@ -108,13 +75,13 @@ def test_the_page_fires_for_the_capped_tenants_of_llama_index_and_smolagents_onl
                 scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
                 rule_files=[rules],
             ) as prom,
-            _traffic(lambda: _round(smol_adapter)) as errors,
+            traffic(lambda: _round(smol_adapter), PAUSE_S) as errors,
         ):
             assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
 
             def both_fired() -> bool:
-                ever.update(_paged(prom, pages, ("pending", "firing")))
-                fired.update(_paged(prom, pages, ("firing",)))
+                ever.update(paged(prom, pages, ("pending", "firing")))
+                fired.update(paged(prom, pages, ("firing",)))
                 return errors != [] or {LLAMA_BAILER, SMOL_BAILER} <= fired
 
             assert prom.wait_for(both_fired, timeout_s=120, interval_s=1.0), (
