@@ -11,6 +11,8 @@ streaming or a plain model, give the same verdicts.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -203,3 +205,24 @@ def test_no_prompt_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry
     for span in telemetry.spans():
         for value in (span.attributes or {}).values():
             assert FORCED not in str(value) and "Add 1 and 2" not in str(value)
+
+
+def test_two_tenants_running_at_once_in_one_loop_each_get_their_own_verdict(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    async def one(tenant: str, turns: list[str]) -> None:
+        with tenant_scope(tenant):
+            workflow, _ = agent("function", turns)
+            with contextlib.suppress(WorkflowRuntimeError):  # the capped one raises
+                await workflow.run(user_msg="Add 1 and 2", max_iterations=BUDGET)
+
+    async def both() -> None:
+        await asyncio.gather(one("capped", looping()), one("steady", answering()))
+
+    with instrumented(telemetry):
+        asyncio.run(both())
+    assert bails_of(telemetry, "capped") == 1
+    assert bails_of(telemetry, "steady") == 0
+    for tenant, outcome in (("capped", "error"), ("steady", "completed")):
+        where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
+        assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1

@@ -20,6 +20,7 @@ and never reaches the agent.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -95,6 +96,8 @@ class SymfonicLlamaIndex:
         self._events = Events()
         self._events._owner = self
         self._dispatcher: Dispatcher | None = None
+        # Hooks come from worker threads too (sync steps, parallel tools): one at a time.
+        self._lock = threading.RLock()
 
     # --- installation -------------------------------------------------------------------------
 
@@ -113,7 +116,9 @@ class SymfonicLlamaIndex:
         if target is not None:
             target.span_handlers = [h for h in target.span_handlers if h is not self._spans]
             target.event_handlers = [h for h in target.event_handlers if h is not self._events]
-        for run in self._index.drain():
+        with self._lock:
+            runs = self._index.drain()
+        for run in runs:
             self.guard("abandon", self._abandon, run)
 
     @property
@@ -336,6 +341,7 @@ class SymfonicLlamaIndex:
 
     def guard(self, kind: str, work: Callable[..., None], *args: Any) -> None:
         try:
-            work(*args)
+            with self._lock:
+                work(*args)
         except Exception as exc:  # never into the agent
             self.core.adapter_failure(f"llama_index.{kind}", exc)

@@ -21,6 +21,7 @@ at ``close()``, or at the handler's run TTL.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 import weakref
@@ -86,6 +87,8 @@ class SymfonicSmolagents:
         self.core = handler if handler is not None else OTelCallbackHandler()
         self._max_runs = max_runs
         self._runs: OrderedDict[int, _Run] = OrderedDict()  # by id(agent), checked by weakref
+        # Hooks come from worker threads too (sync steps, parallel tools): one at a time.
+        self._lock = threading.RLock()
 
     # --- installation -------------------------------------------------------------------------
 
@@ -105,8 +108,9 @@ class SymfonicSmolagents:
 
     def close(self) -> int:
         """End the runs still open (their agent raised) as abandoned; returns how many."""
-        runs = list(self._runs.values())
-        self._runs.clear()
+        with self._lock:
+            runs = list(self._runs.values())
+            self._runs.clear()
         for run in runs:
             self._guard("abandon", self._abandon, run)
         return len(runs)
@@ -247,6 +251,7 @@ class SymfonicSmolagents:
 
     def _guard(self, kind: str, work: Callable[..., None], *args: Any) -> None:
         try:
-            work(*args)
+            with self._lock:
+                work(*args)
         except Exception as exc:  # never into the agent
             self.core.adapter_failure(f"smolagents.{kind}", exc)
