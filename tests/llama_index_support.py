@@ -47,13 +47,15 @@ class Script:
         self.calls += 1
         if turn == "raise":
             raise RuntimeError("provider down")
-        if turn != "tool":
+        if turn not in ("tool", "ask"):
             content = f"Thought: I can answer.\nAnswer: {turn}" if self.react else turn
             return ChatMessage(role="assistant", content=content)
         if self.react:
             text = 'Thought: I need a tool.\nAction: add\nAction Input: {"a": 1, "b": 2}'
             return ChatMessage(role="assistant", content=text)
-        call = ToolCallBlock(tool_call_id=f"c{self.calls}", tool_name="add", tool_kwargs={"a": 1})
+        name = "ask" if turn == "ask" else "add"  # ask: the sub-agent tool of one test
+        kwargs = {"q": "Add 1 and 2"} if name == "ask" else {"a": 1, "b": 2}
+        call = ToolCallBlock(tool_call_id=f"c{self.calls}", tool_name=name, tool_kwargs=kwargs)
         return ChatMessage(role="assistant", blocks=[call])
 
 

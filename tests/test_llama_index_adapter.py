@@ -18,13 +18,17 @@ from typing import Any
 import pytest
 from bail_support import assert_raised_step_cap, bails_of
 from fallback_support import FALLBACKS, RUN_SPAN, assert_answered, assert_forced_answer
+from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.tools import FunctionTool
 from llama_index_support import (
     ANSWER,
     BUDGET,
     FORCED,
     KINDS,
     MODES,
+    Script,
     agent,
     answering,
     instrumented,
@@ -226,3 +230,43 @@ def test_two_tenants_running_at_once_in_one_loop_each_get_their_own_verdict(
     for tenant, outcome in (("capped", "error"), ("steady", "completed")):
         where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
         assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+def test_an_agent_run_inside_a_tool_is_a_sub_run_of_the_calling_run(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    inner, _ = agent("function", [ANSWER])
+    inner.name = "researcher"
+
+    async def ask(q: str) -> str:
+        """Ask the researcher."""
+        return str(await inner.run(user_msg=q))
+
+    outer = FunctionAgent(
+        name="helper",
+        llm=MockFunctionCallingLLM(response_generator=Script(["ask", ANSWER])),
+        tools=[FunctionTool.from_defaults(async_fn=ask, name="ask")],
+    )
+    with instrumented(telemetry), tenant_scope("acme"):
+        result, error = run(outer)
+    assert error is None and ANSWER in str(result)
+    lead = dict(telemetry.span(RUN_SPAN).attributes or {})
+    sub = dict(telemetry.span("invoke_agent researcher").attributes or {})
+    assert sub[semconv.RUN_PARENT_ID] == lead[semconv.RUN_ID]
+    assert semconv.RUN_PARENT_ID not in lead
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 2
+
+
+def test_with_capture_on_the_message_answer_and_tool_payloads_are_recorded(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = SymfonicLlamaIndex(telemetry.handler(capture_content=True)).instrument()
+    try:
+        run(agent("function", answering())[0])
+    finally:
+        adapter.uninstrument()
+    seen = repr([(s.attributes, [e.attributes for e in s.events]) for s in telemetry.spans()])
+    assert "Add 1 and 2" in seen and ANSWER in seen
+    tool = dict(telemetry.span("execute_tool add").attributes or {})
+    assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+    assert "3" in str(tool[semconv.GEN_AI_TOOL_CALL_RESULT])

@@ -201,3 +201,15 @@ def test_no_task_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry) 
     for span in telemetry.spans():
         for value in (span.attributes or {}).values():
             assert FORCED not in str(value) and "Add 1 and 2" not in str(value)
+
+
+def test_with_capture_on_the_task_answer_and_tool_arguments_are_recorded(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = _adapter(telemetry, capture_content=True)
+    built, _ = agent("tool_calling", answering(), adapter.step_callbacks())
+    run(built)
+    seen = repr([(s.attributes, [e.attributes for e in s.events]) for s in telemetry.spans()])
+    assert "Add 1 and 2" in seen and ANSWER in seen
+    tool = dict(telemetry.span("execute_tool add").attributes or {})
+    assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
