@@ -1,9 +1,10 @@
 """smolagents agents over a scripted model (a ``Model`` subclass), run through each entry point.
 
-The script's ``"tool"`` turns call ``add`` (a tool call for a ``ToolCallingAgent``, a code block
-for a ``CodeAgent``); any other string is the final answer (``final_answer``). Once the script
-is spent, the model answers the forced final-answer call with ``FORCED`` (or fails, or answers
-blank, as the test asks). Every reply reports its token usage, as smolagents' models do.
+The script's ``"tool"`` turns call ``add`` (a tool call for a ``ToolCallingAgent``, a code
+block for a ``CodeAgent``), ``"raise"`` fails the call, any other string is the final answer
+(``final_answer``). Once the script is spent, the model answers the forced final-answer call
+with ``FORCED`` (or fails, or answers blank, as the test asks). Every reply reports its token
+usage, as smolagents' models do.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class ScriptedModel(Model):
                 raise RuntimeError("provider down")
             return ChatMessage(MessageRole.ASSISTANT, self.forced, token_usage=usage)
         turn = self.turns[index]
+        if turn == "raise":
+            raise RuntimeError("provider down")
         if self.code:
             code = "result = add(a=1, b=2)" if turn == "tool" else f"final_answer({turn!r})"
             content = f"Thought: go.\n<code>\n{code}\n</code>"

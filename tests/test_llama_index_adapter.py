@@ -270,3 +270,26 @@ def test_with_capture_on_the_message_answer_and_tool_payloads_are_recorded(
     tool = dict(telemetry.span("execute_tool add").attributes or {})
     assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
     assert "3" in str(tool[semconv.GEN_AI_TOOL_CALL_RESULT])
+
+
+def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = SymfonicLlamaIndex(telemetry.handler(), max_runs=1).instrument()
+
+    async def both() -> None:
+        await asyncio.gather(
+            agent("function", answering())[0].run(user_msg="a", max_iterations=BUDGET),
+            agent("function", answering())[0].run(user_msg="b", max_iterations=BUDGET),
+        )
+
+    try:
+        asyncio.run(both())
+    finally:
+        adapter.uninstrument()
+    runs = semconv.AGENT_RUNS.name
+    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "abandoned"}) == 1
+    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "completed"}) == 1
+    evicted = {semconv.TELEMETRY_EVENT: "llama_index.run_evicted"}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
+    assert adapter.open_runs == 0

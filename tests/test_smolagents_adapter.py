@@ -148,20 +148,10 @@ def test_a_run_that_raised_is_ended_as_abandoned_when_the_agent_runs_again(
     telemetry: InMemoryTelemetry,
 ) -> None:
     adapter = _adapter(telemetry)
-    built, model = agent("tool_calling", answering(), adapter.step_callbacks())
-    model.turns = ["tool", "boom"]
-
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("provider down")
-
-    original = model.generate
-    model.calls = 0
-    calls = iter([original, broken])
-    model.generate = lambda *a, **k: next(calls)(*a, **k)  # type: ignore[method-assign]
+    built, model = agent("tool_calling", ["tool", "raise"], adapter.step_callbacks())
     with pytest.raises(Exception):  # noqa: B017 - smolagents wraps the model's error
         run(built)
     assert adapter.open_runs == 1
-    model.generate = original  # type: ignore[method-assign]
     model.turns, model.calls = answering(), 0
     run(built)
     assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 1
@@ -213,3 +203,21 @@ def test_with_capture_on_the_task_answer_and_tool_arguments_are_recorded(
     assert "Add 1 and 2" in seen and ANSWER in seen
     tool = dict(telemetry.span("execute_tool add").attributes or {})
     assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+
+
+def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = SymfonicSmolagents(telemetry.handler(), max_runs=1)
+    raised, _ = agent("tool_calling", ["tool", "raise"], adapter.step_callbacks())
+    with pytest.raises(Exception):  # noqa: B017 - smolagents wraps the model's error
+        run(raised)
+    assert adapter.open_runs == 1
+    steady, _ = agent("tool_calling", answering(), adapter.step_callbacks())
+    run(steady)
+    runs = semconv.AGENT_RUNS.name
+    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "abandoned"}) == 1
+    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "completed"}) == 1
+    evicted = {semconv.TELEMETRY_EVENT: "smolagents.run_evicted"}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
+    assert adapter.open_runs == 0
