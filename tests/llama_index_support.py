@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ReActAgent
-from llama_index.core.base.llms.types import ToolCallBlock
+from llama_index.core.base.llms.types import ChatResponse, LLMMetadata, ToolCallBlock
 from llama_index.core.llms import ChatMessage
+from llama_index.core.llms.callbacks import llm_chat_callback
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 
 from symfonic_otel.llama_index import SymfonicLlamaIndex
@@ -104,3 +105,24 @@ def instrumented(telemetry: InMemoryTelemetry) -> Iterator[SymfonicLlamaIndex]:
         yield adapter
     finally:
         adapter.uninstrument()
+
+
+class PricedLLM(MockFunctionCallingLLM):
+    """The scripted model with a model name and the provider's usage in its raw response (the
+    shape OpenAI-style integrations leave there), for the cost tests."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="scripted-1", is_function_calling_model=True)
+
+    @llm_chat_callback()
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        message = self._get_response_generator()(messages, **kwargs)
+        usage = {"prompt_tokens": 100, "completion_tokens": 10}
+        return ChatResponse(message=message, raw={"usage": usage})  # type: ignore[arg-type]
+
+
+def priced_agent(turns: Sequence[str]) -> Any:
+    """A non-streaming ``FunctionAgent`` over ``PricedLLM``."""
+    llm = PricedLLM(response_generator=Script(turns))
+    return FunctionAgent(name="helper", llm=llm, tools=[add], streaming=False)

@@ -33,11 +33,13 @@ from llama_index_support import (
     answering,
     instrumented,
     looping,
+    priced_agent,
     run,
 )
 from workflows.errors import WorkflowRuntimeError
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
@@ -293,3 +295,20 @@ def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
     evicted = {semconv.TELEMETRY_EVENT: "llama_index.run_evicted"}
     assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
     assert adapter.open_runs == 0
+
+
+def test_the_fallback_cost_is_attributed_to_the_fallback_node(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    price = ModelPrice(input_per_million=1.0, output_per_million=2.0)
+    adapter = SymfonicLlamaIndex(telemetry.handler(pricing={"scripted-1": price})).instrument()
+    try:
+        with tenant_scope("acme"):
+            run(priced_agent(looping()), early_stopping_method="generate")
+    finally:
+        adapter.uninstrument()
+    cost = semconv.LLM_COST.name
+    fallback = telemetry.value(cost, {semconv.NODE_NAME: semconv.NODE_SYNTHESIZE_FALLBACK})
+    assert fallback == pytest.approx((100 * 1.0 + 10 * 2.0) / 1e6)
+    assert telemetry.value(cost) == pytest.approx((BUDGET + 1) * fallback)
+    assert_forced_answer(telemetry, "acme", recovered=True)

@@ -256,7 +256,7 @@ class SymfonicLlamaIndex:
         if run is None or span_id is None:
             return
         if isinstance(event, LLMChatStartEvent):
-            model = event.model_dict.get("model") if isinstance(event.model_dict, dict) else None
+            model = reading.model_of(event.model_dict)
             if any(outer in run.pending for outer in self._index.ancestors(run, span_id)):
                 return  # a chat method calling another (``achat`` -> ``chat``): one call
             step = run.spans.get(span_id, (None, ""))[0]
@@ -264,7 +264,7 @@ class SymfonicLlamaIndex:
             run.pending[span_id] = Call(
                 time.time_ns(),
                 time.monotonic(),
-                model if isinstance(model, str) else "",
+                model,
                 fallback,
             )
             return

@@ -13,7 +13,7 @@ from llama_index.core.base.llms.types import ToolCallBlock
 
 from symfonic_otel.read.turns import Turn
 
-__all__ = ["Turn", "budget_of", "response_turn", "step_turn", "usage_of"]
+__all__ = ["budget_of", "model_of", "response_turn", "step_turn", "usage_of"]
 
 _MAX_TEXT_CHARS: Final = 65_536
 _MAX_BLOCKS: Final = 256
@@ -69,3 +69,15 @@ def budget_of(start_event: Any) -> int:
     getter = getattr(start_event, "get", None)
     value = getter("max_iterations", None) if callable(getter) else None
     return value if isinstance(value, int) and value > 0 else DEFAULT_MAX_ITERATIONS
+
+
+def model_of(payload: object) -> str:
+    """The model of an ``LLMChatStartEvent``'s ``model_dict`` (the LLM's metadata: its
+    ``model_name``, which LlamaIndex defaults to ``unknown``)."""
+    if not isinstance(payload, dict):
+        return ""
+    for key in ("model_name", "model"):
+        value = payload.get(key)
+        if isinstance(value, str) and value and value != "unknown":
+            return value
+    return ""

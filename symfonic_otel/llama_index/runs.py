@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.trace import Span
 
-from symfonic_otel.llama_index.reading import Turn
+from symfonic_otel.read.turns import Turn
 
 __all__ = ["Call", "LlamaRun", "RunIndex"]
 
