@@ -6,8 +6,7 @@ is made encodable), resolve the run it belongs to and its tenant, then hand the 
 ``SpanEmitter`` and the ``MetricEmitter`` (through the run, call and step flows). The handler
 never raises into the agent, never does I/O (exporters run in the SDK's processors), and keeps
 bounded state: open runs live in a ``RunRegistry`` with a TTL and a cap, swept at every metric
-collection too, and closed at shutdown and exit; a run's open steps go with it.
-"""
+collection too, and closed at shutdown and exit (with their open steps)."""
 
 from __future__ import annotations
 
@@ -378,8 +377,9 @@ class OTelCallbackHandler(SymfonicProtocol):
             return is_global
         return self._tracer_provider is tracer_provider or self._meter_provider is meter_provider
 
-    def adapter_failed(self, event_kind: str) -> None:
-        """Count an event an adapter lost to its own failure (reason ``internal_error``)."""
+    def adapter_failed(self, event_kind: str, exc: BaseException | None = None) -> None:
+        """An adapter's own failure: logged once per kind, counted in ``dropped_events``."""
+        self._core.failures.report(event_kind, exc)  # never raises
         self._core.drop(event_kind, INTERNAL_ERROR)
 
     # --- internals -----------------------------------------------------------------------------

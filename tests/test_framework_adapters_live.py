@@ -9,9 +9,6 @@ page fires for the two bailing tenants, never for the one that answers.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +27,7 @@ from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.pydantic_ai import SymfonicCapability
 from tests.fleet_support import RULES, shortened_rules, silent_bail_pages
+from tests.live_traffic_support import paged, traffic
 from tests.prometheus_support import PrometheusServer, require_binary
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
@@ -73,37 +71,6 @@ def _round(handler: OTelCallbackHandler) -> None:
         assert _pydantic_agent(handler, answer=True).run_sync("q").output
 
 
-@contextmanager
-def _traffic(work: Callable[[], None]) -> Iterator[list[BaseException]]:
-    errors: list[BaseException] = []
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                work()
-            except BaseException as exc:  # surfaced by the test, not lost in the thread
-                errors.append(exc)
-                return
-            stop.wait(PAUSE_S)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield errors
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-
-
-def _paged(prom: PrometheusServer, pages: set[str], states: tuple[str, ...]) -> set[str]:
-    return {
-        alert["labels"].get("tenant_id", "")
-        for alert in prom.alerts()
-        if alert["labels"].get("alertname") in pages and alert.get("state") in states
-    }
-
-
 def test_the_page_fires_for_the_bailing_tenants_of_both_frameworks_only(tmp_path: Path) -> None:
     require_binary("prometheus")
     pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
@@ -126,13 +93,13 @@ def test_the_page_fires_for_the_bailing_tenants_of_both_frameworks_only(tmp_path
                 scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
                 rule_files=[rules],
             ) as prom,
-            _traffic(lambda: _round(handler)) as errors,
+            traffic(lambda: _round(handler), PAUSE_S) as errors,
         ):
             assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
 
             def both_fired() -> bool:
-                ever.update(_paged(prom, pages, ("pending", "firing")))
-                fired.update(_paged(prom, pages, ("firing",)))
+                ever.update(paged(prom, pages, ("pending", "firing")))
+                fired.update(paged(prom, pages, ("firing",)))
                 return errors != [] or {AGENTS_BAILER, PYDANTIC_BAILER} <= fired
 
             assert prom.wait_for(both_fired, timeout_s=120, interval_s=1.0), (

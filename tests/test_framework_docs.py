@@ -1,6 +1,6 @@
 """The framework pages' code is the example files, and the examples do what their comments say.
 
-Every Python block of ``docs/frameworks/openai-agents.md`` and ``pydantic-ai.md`` is the full
+Every Python block of each framework page in ``docs/frameworks/`` (``PAGES``) is the full
 text of a file in ``docs/examples/``. The bail examples run (scripted models, no network) and
 print what their ``# ...`` comments say; the setup examples run with the exporters off and
 print nothing (the library prints nothing).
@@ -22,6 +22,8 @@ EXAMPLES = DOCS / "examples"
 PAGES = {
     "openai-agents.md": ("openai_agents_setup.py", "openai_agents_bail.py"),
     "pydantic-ai.md": ("pydantic_ai_setup.py", "pydantic_ai_bail.py"),
+    "llama-index.md": ("llama_index_setup.py", "llama_index_bail.py"),
+    "smolagents.md": ("smolagents_setup.py", "smolagents_bail.py"),
 }
 
 
@@ -44,7 +46,7 @@ def test_every_python_block_of_the_page_is_an_example_file(page: str) -> None:
     assert blocks == files
 
 
-@pytest.mark.parametrize("example", ["openai_agents_bail.py", "pydantic_ai_bail.py"])
+@pytest.mark.parametrize("example", [pair[1] for pair in PAGES.values()])
 def test_the_bail_example_prints_what_its_comments_say(example: str) -> None:
     code = (EXAMPLES / example).read_text(encoding="utf-8")
     expected = re.findall(r"print\(.*\)  # (.*)$", code, flags=re.M)
@@ -53,7 +55,7 @@ def test_the_bail_example_prints_what_its_comments_say(example: str) -> None:
     assert done.stdout.splitlines() == expected
 
 
-@pytest.mark.parametrize("example", ["openai_agents_setup.py", "pydantic_ai_setup.py"])
+@pytest.mark.parametrize("example", [pair[0] for pair in PAGES.values()])
 def test_the_setup_example_runs_and_prints_nothing(example: str) -> None:
     done = _run(
         example,

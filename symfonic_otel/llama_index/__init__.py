@@ -1,0 +1,20 @@
+"""LlamaIndex adapter: ``SymfonicLlamaIndex``, span and event handlers on its instrumentation
+dispatcher, for ``FunctionAgent`` / ``ReActAgent`` / ``AgentWorkflow`` runs.
+
+``instrument`` (the dispatcher's hooks -> the core handler), ``runs`` (the bounded state of the
+runs it follows), ``reading`` (a chat response and a step's event, read by structure). Needs the
+``llama-index`` extra; the core package never imports this.
+"""
+
+from __future__ import annotations
+
+try:
+    import llama_index.core as _llama_index  # noqa: F401  (fail here, with the extra's name)
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess without it
+    raise ImportError(
+        "symfonic_otel.llama_index needs LlamaIndex: pip install 'symfonic-otel[llama-index]'"
+    ) from exc
+
+from symfonic_otel.llama_index.instrument import SymfonicLlamaIndex
+
+__all__ = ["SymfonicLlamaIndex"]

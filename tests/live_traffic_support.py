@@ -1,0 +1,45 @@
+"""Live tests' traffic and pages: agent rounds on a background thread, the tenants paged.
+
+``traffic`` runs ``work`` in a loop (``pause_s`` apart) until the block ends, keeping the first
+error for the test to assert on; ``paged`` lists the tenants of the given alerts in the given
+states on a real Prometheus.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from tests.prometheus_support import PrometheusServer
+
+
+@contextmanager
+def traffic(work: Callable[[], None], pause_s: float = 0.2) -> Iterator[list[BaseException]]:
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                work()
+            except BaseException as exc:  # surfaced by the test, not lost in the thread
+                errors.append(exc)
+                return
+            stop.wait(pause_s)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield errors
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def paged(prom: PrometheusServer, pages: set[str], states: tuple[str, ...]) -> set[str]:
+    return {
+        alert["labels"].get("tenant_id", "")
+        for alert in prom.alerts()
+        if alert["labels"].get("alertname") in pages and alert.get("state") in states
+    }
