@@ -377,6 +377,11 @@ class OTelCallbackHandler(SymfonicProtocol):
             return is_global
         return self._tracer_provider is tracer_provider or self._meter_provider is meter_provider
 
+    def report_failure(self, kind: str, exc: BaseException) -> None:
+        """An adapter's own failure: logged once per kind, counted in ``dropped_events``."""
+        self._core.failures.report(kind, exc)
+        self._core.drop(kind, INTERNAL_ERROR)
+
     # --- internals -----------------------------------------------------------------------------
 
     def _guard(self, kind: str, work: Callable[..., None], *args: Any, **kwargs: Any) -> None:

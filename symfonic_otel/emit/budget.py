@@ -132,7 +132,10 @@ def cardinality_view(limit: int = CARDINALITY_LIMIT) -> View:
     """
     from opentelemetry.sdk.metrics.view import View
 
-    return View(meter_name=semconv.SCOPE_NAME, aggregation_cardinality_limit=limit)
+    try:
+        return View(meter_name=semconv.SCOPE_NAME, aggregation_cardinality_limit=limit)
+    except TypeError:  # an SDK before 1.45 (Google ADK pins one) has no limit: nothing to raise
+        return View(meter_name=semconv.SCOPE_NAME)
 
 
 class DetailPool:
