@@ -31,12 +31,20 @@ from symfonic_otel.read.content import json_text
 
 __all__ = ["Ending", "FrameworkRun", "RunBook", "Turn", "tenant_in"]
 
-Ending = Literal["answered", "capped", "capped_raised", "error", "cancelled"]
+Ending = Literal["answered", "capped", "capped_raised", "error", "cancelled", "paused"]
 
 _TENANT_KEY: Final = "tenant_id"
 _MAX_TEXT_CHARS: Final = 65_536
 _MAX_OPEN_TOOLS: Final = 256
 _END_TURN: Final = "end_turn"
+
+
+@dataclass(frozen=True, slots=True)
+class _Paused:
+    """The core's InterruptEvent for a run that ended waiting for input (resumed later)."""
+
+    run_id: str
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +106,7 @@ class RunBook:
         self.handler = handler if handler is not None else OTelCallbackHandler()
         self._kind = name
         self._runs: OrderedDict[str, FrameworkRun] = OrderedDict()
-        self._max = max_open_runs
+        self.max_open_runs = max_open_runs
         self._lock = threading.RLock()  # hooks may run on several threads (CrewAI's event bus)
 
     # --- guarding ----------------------------------------------------------------------------
@@ -135,7 +143,7 @@ class RunBook:
             return None  # nothing to pair an end with, or a redelivered start
         run = FrameworkRun(run_id)
         self._runs[run_id] = run
-        while len(self._runs) > self._max:  # an end that never came: close the oldest
+        while len(self._runs) > self.max_open_runs:  # an end that never came: close the oldest
             _, old = self._runs.popitem(last=False)
             self._close_tools(old)
             self.handler.agent_end(AdapterRunEnd(old.run_id, "abandoned"))
@@ -214,10 +222,12 @@ class RunBook:
         *,
         answer: str | None = None,
         error_type: str | None = None,
+        stop_reason: str = _END_TURN,
     ) -> None:
         """Close the run. ``capped``: the framework's step cap ended it normally (a bail unless
         a forced final answer recovered text, ``answer``); ``capped_raised``: it raised
-        ``error_type``; ``answered``: it ended on ``answer`` (blank: a bail by the last turn)."""
+        ``error_type``; ``answered``: it ended on ``answer`` (blank: a bail by the last turn),
+        with the framework's ``stop_reason``; ``paused``: it waits for input (no verdict)."""
         run = self._runs.pop(run_id, None)
         if run is None:
             return
@@ -257,11 +267,18 @@ class RunBook:
                 end, error_type=end.error_type, answered=None if raised else answered
             )
             return
+        if ending == "paused":
+            self.handler.interrupt(_Paused(run_id))
+            end = AdapterRunEnd(
+                run_id, "completed", None, duration, stop_reason=semconv.STOP_REASON_INTERRUPTED
+            )
+            self.handler.agent_end(end)
+            return
         if not answered:
             last = run.last
             blank = last is None or not last.tool_calls
             self._bail(run, "no_content_no_tool_calls" if blank else "tool_calls_with_no_text")
-        end = AdapterRunEnd(run_id, "completed", final, duration, stop_reason=_END_TURN)
+        end = AdapterRunEnd(run_id, "completed", final, duration, stop_reason=stop_reason)
         self.handler.agent_end(end, answered=answered)
 
     def close_all(self) -> None:
