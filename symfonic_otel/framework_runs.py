@@ -165,6 +165,7 @@ class RunBook:
         model: str,
         usage: Mapping[str, int] | None = None,
         started_ns: int | None = None,
+        ended_ns: int | None = None,
         error_type: str | None = None,
         node: str = "",
         provider: str | None = None,
@@ -187,7 +188,7 @@ class RunBook:
             ),
             provider=provider,
             start_time_ns=started_ns,
-            end_time_ns=time.time_ns(),
+            end_time_ns=ended_ns if ended_ns is not None else time.time_ns(),
             error_type=error_type,
         )
         run.calls += 1
