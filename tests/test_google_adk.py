@@ -253,3 +253,22 @@ def test_bad_arguments_get_clear_errors() -> None:
         SymfonicPlugin(handler=object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_open_runs"):
         SymfonicPlugin(max_open_runs=0)
+
+
+def test_a_caller_that_stops_reading_early_is_cancelled_not_a_bail(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=2))
+
+    async def first_event_only() -> None:
+        session = await runner.session_service.create_session(app_name=APP, user_id="u1")
+        events = runner.run_async(user_id="u1", session_id=session.id, new_message=_message())
+        async for _ in events:
+            break
+        await events.aclose()
+
+    with tenant_scope("acme"):
+        asyncio.run(first_event_only())
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1

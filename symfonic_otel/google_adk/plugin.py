@@ -107,7 +107,10 @@ class SymfonicPlugin(BasePlugin):
         run_id = str(ic.invocation_id)
         if error is None:
             run = self._book.get(run_id)
-            self._book.end(run_id, "answered", answer=run.answer if run is not None else None)
+            if run is not None and run.answer is None:  # no final response: the caller left
+                self._book.end(run_id, "cancelled")
+            else:
+                self._book.end(run_id, "answered", answer=run.answer if run is not None else "")
         elif isinstance(error, LlmCallsLimitExceededError):
             self._book.end(run_id, "capped_raised", error_type=type(error).__name__)
         else:
