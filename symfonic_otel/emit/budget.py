@@ -130,12 +130,14 @@ def cardinality_view(limit: int = CARDINALITY_LIMIT) -> View:
 
     ``MeterProvider(metric_readers=[...], views=[cardinality_view()])``.
     """
+    import inspect
+
     from opentelemetry.sdk.metrics.view import View
 
-    try:
-        return View(meter_name=semconv.SCOPE_NAME, aggregation_cardinality_limit=limit)
-    except TypeError:  # an SDK before 1.45 (Google ADK pins one) has no limit: nothing to raise
+    if "aggregation_cardinality_limit" not in inspect.signature(View).parameters:
+        # SDKs before 1.45 have no cardinality limit at all: no overflow series to avoid.
         return View(meter_name=semconv.SCOPE_NAME)
+    return View(meter_name=semconv.SCOPE_NAME, aggregation_cardinality_limit=limit)
 
 
 class DetailPool:
