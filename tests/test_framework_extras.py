@@ -18,8 +18,8 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 def test_the_core_never_imports_the_frameworks() -> None:
     done = _python(
         "import sys, symfonic_otel, symfonic_otel.handler, symfonic_otel.langchain\n"
-        "print(sorted(m for m in ('agents', 'pydantic_ai', 'llama_index', 'smolagents')\n"
-        "       if m in sys.modules))"
+        "print(sorted(m for m in ('agents', 'pydantic_ai', 'llama_index', 'smolagents',\n"
+        "       'google.adk', 'strands', 'crewai') if m in sys.modules))"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -32,6 +32,9 @@ def test_the_core_never_imports_the_frameworks() -> None:
         ("symfonic_otel.pydantic_ai", "pydantic_ai", "symfonic-otel[pydantic-ai]"),
         ("symfonic_otel.llama_index", "llama_index.core", "symfonic-otel[llama-index]"),
         ("symfonic_otel.smolagents", "smolagents", "symfonic-otel[smolagents]"),
+        ("symfonic_otel.google_adk", "google.adk", "symfonic-otel[google-adk]"),
+        ("symfonic_otel.strands", "strands", "symfonic-otel[strands]"),
+        ("symfonic_otel.crewai", "crewai", "symfonic-otel[crewai]"),
     ],
 )
 def test_a_missing_framework_names_the_extra(module: str, blocked: str, extra: str) -> None:

@@ -1,0 +1,263 @@
+"""``SymfonicListener``: a CrewAI event listener recording agent runs, model calls, tools, bails.
+
+``SymfonicListener()`` registers on CrewAI's event bus (``BaseEventListener``), CrewAI's
+supported extension point; ``close()`` unregisters it. Each agent execution (one agent working
+one task) is one ``invoke_agent`` run named after the agent's role; its LLM calls become ``chat``
+spans and its tool usages ``execute_tool`` spans. The handlers are async, so the bus runs them in
+the order the events were emitted, on its own loop, never on the agent's thread.
+
+The step cap, by structure: CrewAI's executor counts iterations and, once the count reaches the
+agent's ``max_iter``, makes one more LLM call telling the model to give its best final answer and
+returns it (an empty reply raises). A run whose executor's iteration count reached ``max_iter``
+is a silent bail with stop reason ``recursion_limit``, and its last model call is that forced
+answer: a synthesis fallback (node ``react_synthesize_fallback``, ``synthesis.recovered`` true
+when it produced text). The prompt text is never read.
+
+The tenant is the crew's ``kickoff(inputs={"tenant_id": ...})``, else the handler's default:
+the bus runs handlers outside the caller's context, so ``tenant_scope`` does not reach them.
+Every handler is guarded; a failure is counted, never raised.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any, Final
+
+from crewai.events import crewai_event_bus
+from crewai.events.types.agent_events import (
+    AgentExecutionCompletedEvent,
+    AgentExecutionErrorEvent,
+    AgentExecutionStartedEvent,
+)
+from crewai.events.types.crew_events import CrewKickoffStartedEvent
+from crewai.events.types.llm_events import (
+    LLMCallCompletedEvent,
+    LLMCallFailedEvent,
+    LLMCallStartedEvent,
+)
+from crewai.events.types.tool_usage_events import (
+    ToolUsageErrorEvent,
+    ToolUsageFinishedEvent,
+    ToolUsageStartedEvent,
+)
+
+from symfonic_otel import semconv
+from symfonic_otel.crewai.read import Call, CrewRun, executor_reached_cap, turn_of, usage_of
+from symfonic_otel.framework_runs import RunBook, tenant_in
+from symfonic_otel.handler import OTelCallbackHandler
+
+__all__ = ["SymfonicListener"]
+
+_NAME: Final = "SymfonicListener"
+
+
+class SymfonicListener:
+    """Records every agent execution on CrewAI's event bus; see the module docstring.
+
+    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
+    budgets) with other adapters; by default one on the global providers is built.
+    """
+
+    def __init__(
+        self, *, handler: OTelCallbackHandler | None = None, max_open_runs: int = 10_000
+    ) -> None:
+        self._book = RunBook(handler, _NAME, max_open_runs)
+        self._runs: OrderedDict[str, CrewRun] = OrderedDict()  # by agent execution event id
+        self._tenants: OrderedDict[int, str] = OrderedDict()  # crew -> its kickoff's tenant
+        self._handlers: list[tuple[type[Any], Any]] = [
+            (CrewKickoffStartedEvent, self._on_kickoff),
+            (AgentExecutionStartedEvent, self._on_agent_start),
+            (AgentExecutionCompletedEvent, self._on_agent_end),
+            (AgentExecutionErrorEvent, self._on_agent_end),
+            (LLMCallStartedEvent, self._on_llm_start),
+            (LLMCallCompletedEvent, self._on_llm_end),
+            (LLMCallFailedEvent, self._on_llm_end),
+            (ToolUsageStartedEvent, self._on_tool_start),
+            (ToolUsageFinishedEvent, self._on_tool_end),
+            (ToolUsageErrorEvent, self._on_tool_end),
+        ]
+        for event_type, handler_fn in self._handlers:
+            crewai_event_bus.on(event_type)(handler_fn)
+
+    @property
+    def handler(self) -> OTelCallbackHandler:
+        return self._book.handler
+
+    @property
+    def open_runs(self) -> int:
+        return self._book.open_runs
+
+    def close(self) -> None:
+        """Unregister from the event bus and end the runs still open as ``abandoned``."""
+        for event_type, handler_fn in self._handlers:
+            crewai_event_bus.off(event_type, handler_fn)
+        self._runs.clear()
+        self._book.guard("close", self._book.close_all)
+
+    # --- the bus's handlers (async: run in emission order on the bus's loop) ------------------
+
+    async def _on_kickoff(self, source: Any, event: CrewKickoffStartedEvent) -> None:
+        self._book.guard("crew_kickoff", self._kickoff, source, event)
+
+    async def _on_agent_start(self, source: Any, event: AgentExecutionStartedEvent) -> None:
+        self._book.guard("agent_start", self._start, event)
+
+    async def _on_agent_end(self, source: Any, event: Any) -> None:
+        self._book.guard("agent_end", self._end, event)
+
+    async def _on_llm_start(self, source: Any, event: LLMCallStartedEvent) -> None:
+        self._book.guard("llm_start", self._llm_start, event)
+
+    async def _on_llm_end(self, source: Any, event: Any) -> None:
+        self._book.guard("llm_end", self._llm_end, event)
+
+    async def _on_tool_start(self, source: Any, event: ToolUsageStartedEvent) -> None:
+        self._book.guard("tool_start", self._tool_start, event)
+
+    async def _on_tool_end(self, source: Any, event: Any) -> None:
+        self._book.guard("tool_end", self._tool_end, event)
+
+    # --- runs ------------------------------------------------------------------------------------
+
+    def _kickoff(self, source: Any, event: CrewKickoffStartedEvent) -> None:
+        tenant = tenant_in(event.inputs)
+        crew = event.crew if event.crew is not None else source  # the crew emits its kickoff
+        if crew is not None and tenant is not None:
+            self._tenants[id(crew)] = tenant
+            while len(self._tenants) > self._book.max_open_runs:
+                self._tenants.popitem(last=False)
+
+    def _start(self, event: AgentExecutionStartedEvent) -> None:
+        agent = event.agent
+        crew = getattr(agent, "crew", None)
+        role = getattr(agent, "role", None)
+        run_id = event.event_id
+        opened = self._book.start(
+            run_id,
+            role if isinstance(role, str) else "",
+            tenant=self._tenants.get(id(crew)) if crew is not None else None,
+            query=event.task_prompt if isinstance(event.task_prompt, str) else "",
+        )
+        if opened is None:
+            return
+        self._runs[run_id] = CrewRun(run_id, str(getattr(agent, "id", "")), agent)
+        while len(self._runs) > self._book.max_open_runs:
+            self._runs.popitem(last=False)
+
+    def _end(self, event: Any) -> None:
+        run = self._run_for(getattr(event, "agent", None))
+        if run is None:
+            return
+        self._runs.pop(run.run_id, None)
+        capped = run.reached or executor_reached_cap(run.agent)
+        error = isinstance(event, AgentExecutionErrorEvent)
+        self._flush_call(run, fallback=capped)
+        if capped:
+            output = None if error else getattr(event, "output", None)
+            self._book.end(
+                run.run_id,
+                "capped_raised" if error else "capped",
+                answer=output if isinstance(output, str) else None,
+                error_type=semconv.OTHER_VALUE if error else None,
+            )
+        elif error:
+            self._book.end(run.run_id, "error", error_type=semconv.OTHER_VALUE)
+        else:
+            output = getattr(event, "output", None)
+            self._book.end(
+                run.run_id, "answered", answer=output if isinstance(output, str) else None
+            )
+
+    def _run_for(self, agent: Any) -> CrewRun | None:
+        for run in reversed(self._runs.values()):
+            if run.agent is agent:
+                return run
+        return None
+
+    def _run_of(self, event: Any) -> CrewRun | None:
+        """The run an LLM or tool event belongs to: its agent's, else (an LLM call made without
+        its agent, as the forced final answer is) the run its scope was seen in, else the only
+        open run."""
+        agent_id = getattr(event, "agent_id", None)
+        scope = getattr(event, "parent_event_id", None)
+        if agent_id:
+            for run in reversed(self._runs.values()):
+                if run.agent_id == agent_id:
+                    if scope:
+                        run.add_scope(scope)
+                    return run
+        if scope:
+            for run in reversed(self._runs.values()):
+                if scope in run.scopes:
+                    return run
+        return next(iter(self._runs.values())) if len(self._runs) == 1 else None
+
+    # --- model calls -----------------------------------------------------------------------------
+
+    def _llm_start(self, event: LLMCallStartedEvent) -> None:
+        run = self._run_of(event)
+        if run is None:
+            return
+        self._flush_call(run, fallback=False)  # the call before this one was not the last
+        if executor_reached_cap(run.agent):
+            run.reached = True
+        run.started[event.call_id] = time.time_ns()
+
+    def _llm_end(self, event: Any) -> None:
+        run = self._run_of(event)
+        if run is None:
+            return
+        started = run.started.pop(event.call_id, None)
+        failed = isinstance(event, LLMCallFailedEvent)
+        model = event.model if isinstance(event.model, str) else ""
+        run.pending = Call(
+            turn=None if failed else turn_of(getattr(event, "response", None)),
+            model=model,
+            usage={} if failed else usage_of(getattr(event, "usage", None)),
+            started_ns=started,
+            error_type=semconv.OTHER_VALUE if failed else None,
+            ended_ns=time.time_ns(),
+        )
+
+    def _flush_call(self, run: CrewRun, *, fallback: bool) -> None:
+        """Record the run's last completed call, as the forced final answer when ``fallback``."""
+        call, run.pending = run.pending, None
+        state = self._book.get(run.run_id)
+        if call is None or state is None:
+            return
+        self._book.model_call(
+            state,
+            call.turn,
+            model=call.model,
+            usage=call.usage,
+            started_ns=call.started_ns,
+            ended_ns=call.ended_ns,
+            error_type=call.error_type,
+            node=semconv.NODE_SYNTHESIZE_FALLBACK if fallback else "",
+        )
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def _tool_start(self, event: ToolUsageStartedEvent) -> None:
+        run = self._run_of(event)
+        state = self._book.get(run.run_id) if run is not None else None
+        if run is None or state is None:
+            return
+        run.tool_seq += 1
+        call_id = f"{event.tool_name}#{run.tool_seq}"
+        run.open_tools.setdefault(event.tool_name, []).append(call_id)
+        self._book.start_tool(state, event.tool_name, call_id, event.tool_args)
+
+    def _tool_end(self, event: Any) -> None:
+        run = self._run_of(event)
+        state = self._book.get(run.run_id) if run is not None else None
+        if run is None or state is None:
+            return
+        waiting = run.open_tools.get(event.tool_name) or []
+        if not waiting:
+            return
+        call_id = waiting.pop(0)
+        failed = isinstance(event, ToolUsageErrorEvent) or getattr(event, "failure", None)
+        error = "ToolError" if failed else None
+        self._book.end_tool(state, call_id, getattr(event, "output", None), error)

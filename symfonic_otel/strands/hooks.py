@@ -1,0 +1,202 @@
+"""``SymfonicHooks``: a Strands hook provider recording invocations, model calls, tools and bails.
+
+``Agent(model, hooks=[SymfonicHooks()])``. Hook providers are Strands' supported extension
+point: the agent fires typed events around every invocation (``agent(...)``, ``invoke_async``,
+``stream_async``), every model call and every tool call. Each invocation is one
+``invoke_agent`` run named after the agent.
+
+Strands' step caps raise nothing: ``limits={"turns": ...}`` (or ``total_tokens`` /
+``output_tokens``) ends the invocation normally with ``result.stop_reason`` ``limit_turns`` /
+``limit_total_tokens`` / ``limit_output_tokens``. That stop reason, read from the result, is a
+silent bail with stop reason ``recursion_limit``: the model was still calling tools when the
+budget ran out, and the result's last message is the tools' results, not an answer.
+
+The tenant is the ``tenant_scope`` around the invocation, else ``invocation_state["tenant_id"]``
+(``agent("...", invocation_state={"tenant_id": "acme"})``). Every callback is guarded and changes
+nothing the agent does; a failure is counted, never raised.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, Final
+
+from strands.hooks import (
+    AfterInvocationEvent,
+    AfterModelCallEvent,
+    AfterToolCallEvent,
+    BeforeInvocationEvent,
+    BeforeModelCallEvent,
+    BeforeToolCallEvent,
+    HookRegistry,
+)
+
+from symfonic_otel.framework_runs import FrameworkRun, RunBook, tenant_in
+from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.strands.read import message_text, turn_of, usage_of
+
+__all__ = ["SymfonicHooks"]
+
+_NAME: Final = "SymfonicHooks"
+# ``Limits``' stop reasons (strands.types.event_loop.StopReason): the budget ran out.
+_LIMIT_STOPS: Final = frozenset({"limit_turns", "limit_total_tokens", "limit_output_tokens"})
+_PAUSE_STOPS: Final = frozenset({"interrupt", "checkpoint"})
+
+
+def _query(messages: object) -> str:
+    if not isinstance(messages, list) or not messages:
+        return ""
+    last = messages[-1]
+    blocks = last.get("content") if isinstance(last, Mapping) else None
+    texts = [b.get("text") for b in blocks or [] if isinstance(b, Mapping)]
+    return "".join(t for t in texts if isinstance(t, str))
+
+
+class SymfonicHooks:
+    """A Strands hook provider recording every invocation of the agents it is given to.
+
+    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
+    budgets) with other adapters; by default one on the global providers is built.
+    """
+
+    def __init__(
+        self, *, handler: OTelCallbackHandler | None = None, max_open_runs: int = 10_000
+    ) -> None:
+        self._book = RunBook(handler, _NAME, max_open_runs)
+        # The run of each agent being invoked (Strands runs one invocation per agent at a time).
+        self._current: OrderedDict[int, str] = OrderedDict()
+        self._errors: dict[str, str] = {}  # run id -> its last model call's exception type
+        self._sequence = 0
+
+    @property
+    def handler(self) -> OTelCallbackHandler:
+        return self._book.handler
+
+    @property
+    def open_runs(self) -> int:
+        return self._book.open_runs
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeInvocationEvent, self._on_before_invocation)
+        registry.add_callback(AfterInvocationEvent, self._on_after_invocation)
+        registry.add_callback(BeforeModelCallEvent, self._on_before_model)
+        registry.add_callback(AfterModelCallEvent, self._on_after_model)
+        registry.add_callback(BeforeToolCallEvent, self._on_before_tool)
+        registry.add_callback(AfterToolCallEvent, self._on_after_tool)
+
+    # --- invocations ---------------------------------------------------------------------------
+
+    def _on_before_invocation(self, event: BeforeInvocationEvent) -> None:
+        self._book.guard("before_invocation", self._start, event)
+
+    def _on_after_invocation(self, event: AfterInvocationEvent) -> None:
+        self._book.guard("after_invocation", self._end, event)
+
+    def _start(self, event: BeforeInvocationEvent) -> None:
+        agent = event.agent
+        self._sequence += 1
+        run_id = f"strands-{id(agent):x}-{self._sequence}"
+        self._current[id(agent)] = run_id
+        while len(self._current) > self._book.max_open_runs:
+            self._current.popitem(last=False)
+        name = getattr(agent, "name", None)
+        self._book.start(
+            run_id,
+            name if isinstance(name, str) else "",
+            tenant=tenant_in(event.invocation_state),
+            query=_query(event.messages),
+        )
+
+    def _end(self, event: AfterInvocationEvent) -> None:
+        run_id = self._current.pop(id(event.agent), None)
+        if run_id is None:
+            return
+        error = self._errors.pop(run_id, None)
+        result = event.result
+        stop = getattr(result, "stop_reason", None)
+        if result is None:  # the invocation raised (the exception is not on the event)
+            self._book.end(run_id, "error", error_type=error)
+        elif stop in _LIMIT_STOPS:
+            self._book.end(run_id, "capped")
+        elif stop == "cancelled":
+            self._book.end(run_id, "cancelled")
+        elif stop in _PAUSE_STOPS:
+            self._book.end(run_id, "paused")
+        else:
+            answer = message_text(getattr(result, "message", None))
+            stop_reason = "end_turn" if stop in (None, "end_turn") else str(stop)[:64]
+            self._book.end(run_id, "answered", answer=answer, stop_reason=stop_reason)
+
+    # --- model calls -----------------------------------------------------------------------------
+
+    def _run_of(self, event: Any) -> FrameworkRun | None:
+        run_id = self._current.get(id(event.agent))
+        return self._book.get(run_id) if run_id is not None else None
+
+    def _on_before_model(self, event: BeforeModelCallEvent) -> None:
+        self._book.guard("before_model", self._model_start, event)
+
+    def _on_after_model(self, event: AfterModelCallEvent) -> None:
+        self._book.guard("after_model", self._model_end, event)
+
+    def _model_start(self, event: BeforeModelCallEvent) -> None:
+        run = self._run_of(event)
+        if run is not None:
+            run.model_started_ns = time.time_ns()
+            config = getattr(getattr(event.agent, "model", None), "config", None)
+            model = config.get("model_id") if isinstance(config, Mapping) else None
+            run.model = model if isinstance(model, str) else ""
+
+    def _model_end(self, event: AfterModelCallEvent) -> None:
+        run = self._run_of(event)
+        if run is None:
+            return
+        response = event.stop_response
+        error = type(event.exception).__name__[:128] if event.exception is not None else None
+        if error is not None:
+            self._errors[run.run_id] = error
+            while len(self._errors) > self._book.max_open_runs:
+                del self._errors[next(iter(self._errors))]
+        message = response.message if response is not None else None
+        self._book.model_call(
+            run,
+            turn_of(message, response.stop_reason) if response is not None else None,
+            model=run.model,
+            usage=usage_of(message),
+            started_ns=run.model_started_ns,
+            error_type=error,
+        )
+        run.model_started_ns = None
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def _on_before_tool(self, event: BeforeToolCallEvent) -> None:
+        self._book.guard("before_tool", self._tool_start, event)
+
+    def _on_after_tool(self, event: AfterToolCallEvent) -> None:
+        self._book.guard("after_tool", self._tool_end, event)
+
+    def _tool_start(self, event: BeforeToolCallEvent) -> None:
+        run = self._run_of(event)
+        if run is not None:
+            use = event.tool_use
+            name, call_id = use.get("name"), use.get("toolUseId")
+            self._book.start_tool(
+                run, name if isinstance(name, str) else "", str(call_id or ""), use.get("input")
+            )
+
+    def _tool_end(self, event: AfterToolCallEvent) -> None:
+        run = self._run_of(event)
+        if run is None:
+            return
+        call_id = str(event.tool_use.get("toolUseId") or "")
+        result = event.result
+        error: str | None = None
+        if event.exception is not None:
+            error = type(event.exception).__name__[:128]
+        elif isinstance(result, Mapping) and result.get("status") == "error":
+            error = "ToolError"  # the tool reported a failure (its result's status)
+        content = result.get("content") if isinstance(result, Mapping) else None
+        self._book.end_tool(run, call_id, content, error)

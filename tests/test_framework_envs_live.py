@@ -1,0 +1,152 @@
+"""Live: a framework adapter of its own environment -> a real Prometheus with the shipped rules.
+
+Run in each environment that ``.ci/framework-envs`` builds (Google ADK, Strands): one tenant's
+agent keeps calling tools until the framework's step cap (``max_llm_calls``; ``limits``), its
+neighbour answers. Prometheus scrapes the ``configure_telemetry`` endpoint and evaluates the
+shipped rules (windows and ``for:`` divided by ``FACTOR``): the silent-bail page fires for the
+capped tenant, never for its neighbour. Skipped where neither framework is installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+
+from symfonic_otel import OTelCallbackHandler, tenant_scope
+from symfonic_otel.export.setup import configure_telemetry
+from tests.fleet_support import RULES, shortened_rules, silent_bail_pages
+from tests.prometheus_support import PrometheusServer, require_binary
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # its parent package is missing
+        return False
+
+
+FRAMEWORKS = [
+    name
+    for name, module in (("google-adk", "google.adk"), ("strands", "strands"))
+    if _installed(module)
+]
+if not FRAMEWORKS:
+    pytest.skip("needs google-adk or strands (.ci/framework-envs)", allow_module_level=True)
+
+
+FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
+PAUSE_S = 0.2
+BAILER, STEADY = "capped-tenant", "steady-tenant"
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _adk_round(handler: OTelCallbackHandler) -> Callable[[], None]:
+    from google.adk.agents.invocation_context import LlmCallsLimitExceededError
+    from google.adk.agents.run_config import RunConfig
+    from test_google_adk import ScriptedLlm, _runner, run_async
+
+    from symfonic_otel.google_adk import SymfonicPlugin
+
+    plugin = SymfonicPlugin(handler=handler)
+    capped = _runner(None, ScriptedLlm(), plugin=plugin)  # type: ignore[arg-type]
+    steady = _runner(None, ScriptedLlm(tool_turns=1), plugin=plugin)  # type: ignore[arg-type]
+
+    def round_() -> None:
+        with tenant_scope(BAILER), pytest.raises(LlmCallsLimitExceededError):
+            asyncio.run(run_async(capped, RunConfig(max_llm_calls=2)))
+        with tenant_scope(STEADY):
+            assert asyncio.run(run_async(steady, RunConfig(max_llm_calls=5)))
+
+    return round_
+
+
+def _strands_round(handler: OTelCallbackHandler) -> Callable[[], None]:
+    from test_strands import ScriptedModel, _agent
+
+    from symfonic_otel.strands import SymfonicHooks
+
+    hooks = SymfonicHooks(handler=handler)
+
+    def round_() -> None:
+        with tenant_scope(BAILER):
+            capped = _agent(None, ScriptedModel(), hooks=hooks)  # type: ignore[arg-type]
+            assert capped("q", limits={"turns": 2}).stop_reason == "limit_turns"
+        with tenant_scope(STEADY):
+            steady = _agent(None, ScriptedModel(tool_turns=1), hooks=hooks)  # type: ignore[arg-type]
+            assert steady("q", limits={"turns": 5}).stop_reason == "end_turn"
+
+    return round_
+
+
+ROUNDS = {"google-adk": _adk_round, "strands": _strands_round}
+
+
+@contextmanager
+def _traffic(work: Callable[[], None]) -> Iterator[list[BaseException]]:
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                work()
+            except BaseException as exc:  # surfaced by the test, not lost in the thread
+                errors.append(exc)
+                return
+            stop.wait(PAUSE_S)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield errors
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path, framework: str) -> None:
+    require_binary("prometheus")
+    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
+    rules = tmp_path / "symfonic-rules.live.yml"
+    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
+    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
+    handler = OTelCallbackHandler(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+    )
+    fired: set[str] = set()
+    ever: set[str] = set()
+    try:
+        with (
+            PrometheusServer(
+                tmp_path / "prometheus",
+                scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
+                rule_files=[rules],
+            ) as prom,
+            _traffic(ROUNDS[framework](handler)) as errors,
+        ):
+            assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
+
+            def paged() -> bool:
+                for alert in prom.alerts():
+                    if alert["labels"].get("alertname") not in pages:
+                        continue
+                    tenant = alert["labels"].get("tenant_id", "")
+                    ever.add(tenant)
+                    if alert.get("state") == "firing":
+                        fired.add(tenant)
+                return errors != [] or BAILER in fired
+
+            assert prom.wait_for(paged, timeout_s=120, interval_s=1.0), prom.alerts()
+            assert errors == []
+    finally:
+        telemetry.shutdown(timeout_millis=5_000)
+    assert STEADY not in ever

@@ -1,0 +1,274 @@
+"""The Google ADK adapter, on real ADK runners with a scripted ``BaseLlm`` (no network).
+
+``SymfonicPlugin`` is given to ``Runner(plugins=[...])``. A model that calls tools until
+``RunConfig(max_llm_calls=...)`` stops it (``LlmCallsLimitExceededError``) is a silent bail for
+its tenant with stop reason ``recursion_limit``; one that answers within the budget, even on the
+last allowed call, is not. ``run`` (sync), ``run_async`` and SSE streaming give the same
+verdicts. Runs in the ``google-adk`` environment that ``.ci/framework-envs`` builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("google.adk", reason="needs the google-adk extra (.ci/framework-envs)")
+
+from bail_support import assert_raised_step_cap, bails_of
+from google.adk.agents import LlmAgent
+from google.adk.agents.invocation_context import LlmCallsLimitExceededError
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.apps import App
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+from opentelemetry.trace import SpanKind
+
+from symfonic_otel import semconv, tenant_scope
+from symfonic_otel.google_adk import SymfonicPlugin
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+
+APP = "app"
+FOREVER = 10**6
+
+
+def _tool_results(request: LlmRequest) -> int:
+    return sum(
+        1
+        for content in request.contents
+        for part in content.parts or []
+        if part.function_response is not None
+    )
+
+
+class ScriptedLlm(BaseLlm):
+    """Calls ``lookup`` until ``tool_turns`` results are in, then answers ``answer``."""
+
+    model: str = "scripted"
+    tool_turns: int = FOREVER
+    answer: str = "It is sunny."
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        usage = types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=10, candidates_token_count=5
+        )
+        done = _tool_results(llm_request)
+        if done < self.tool_turns:
+            call = types.FunctionCall(id=f"call-{done}", name="lookup", args={"q": "weather"})
+            parts = [types.Part(function_call=call)]
+        else:
+            if stream:  # a chunk, then the aggregated response, as Gemini streams
+                chunk = types.Content(role="model", parts=[types.Part(text=self.answer[:3])])
+                yield LlmResponse(content=chunk, partial=True)
+            parts = [types.Part(text=self.answer)]
+        yield LlmResponse(
+            content=types.Content(role="model", parts=parts),
+            usage_metadata=usage,
+            finish_reason=types.FinishReason.STOP,
+        )
+
+
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"result for {q}"
+
+
+def _runner(telemetry: InMemoryTelemetry, model: ScriptedLlm, **kwargs: Any) -> InMemoryRunner:
+    plugin = kwargs.pop("plugin", None) or SymfonicPlugin(handler=telemetry.handler(**kwargs))
+    agent = LlmAgent(name="helper", model=model, tools=[lookup], instruction="Help.")
+    return InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[plugin]))
+
+
+def _message(text: str = "What is the weather?") -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text=text)])
+
+
+async def run_async(
+    runner: InMemoryRunner, config: RunConfig | None = None, state: dict[str, Any] | None = None
+) -> str:
+    session = await runner.session_service.create_session(
+        app_name=APP, user_id="u1", state=state or {}
+    )
+    final = ""
+    async for event in runner.run_async(
+        user_id="u1", session_id=session.id, new_message=_message(), run_config=config
+    ):
+        if event.is_final_response() and event.content and event.content.parts:
+            final = "".join(p.text or "" for p in event.content.parts)
+    return final
+
+
+def run_sync(runner: InMemoryRunner, config: RunConfig | None = None) -> str:
+    session = asyncio.run(runner.session_service.create_session(app_name=APP, user_id="u1"))
+    final = ""
+    for event in runner.run(
+        user_id="u1", session_id=session.id, new_message=_message(), run_config=config
+    ):
+        if event.is_final_response() and event.content and event.content.parts:
+            final = "".join(p.text or "" for p in event.content.parts)
+    return final
+
+
+def run_streaming(runner: InMemoryRunner, config: RunConfig | None = None) -> str:
+    config = (config or RunConfig()).model_copy(update={"streaming_mode": StreamingMode.SSE})
+    return asyncio.run(run_async(runner, config))
+
+
+ENTRY_POINTS = {
+    "run": run_sync,
+    "run_async": lambda runner, config=None: asyncio.run(run_async(runner, config)),
+    "streaming": run_streaming,
+}
+
+
+@pytest.fixture(params=sorted(ENTRY_POINTS))
+def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
+    yield ENTRY_POINTS[request.param]
+
+
+# --- the step cap: LlmCallsLimitExceededError ----------------------------------------------------
+
+
+def test_max_llm_calls_is_a_silent_bail_for_its_tenant_on_every_entry_point(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    runner = _runner(telemetry, ScriptedLlm())
+    with tenant_scope("acme"), pytest.raises(LlmCallsLimitExceededError):
+        entry(runner, RunConfig(max_llm_calls=3))
+
+    assert_raised_step_cap(telemetry, "acme", "LlmCallsLimitExceededError")
+    assert len([s for s in telemetry.spans() if s.name == "chat scripted"]) == 3
+    assert len([s for s in telemetry.spans() if s.name == "execute_tool lookup"]) == 3
+
+
+@pytest.mark.parametrize(("max_llm_calls", "bails"), [(3, 0), (2, 1)])
+def test_an_answer_on_the_last_allowed_call_is_no_bail_and_one_call_short_is(
+    telemetry: InMemoryTelemetry, entry: Any, max_llm_calls: int, bails: int
+) -> None:
+    """Two tool turns then the answer: three model calls. A limit of 3 lets it answer."""
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=2))
+    config = RunConfig(max_llm_calls=max_llm_calls)
+    with tenant_scope("acme"):
+        if bails:
+            with pytest.raises(LlmCallsLimitExceededError):
+                entry(runner, config)
+        else:
+            assert entry(runner, config) == "It is sunny."
+    assert bails_of(telemetry, "acme") == bails
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+
+
+def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=1))
+    with tenant_scope("acme"):
+        assert asyncio.run(run_async(runner, RunConfig(max_llm_calls=10))) == "It is sunny."
+
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    where = {
+        semconv.TENANT_ID: "acme",
+        semconv.RUN_OUTCOME: "completed",
+        semconv.RESPONSE_EMPTY: False,
+    }
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    run = telemetry.span("invoke_agent helper")
+    assert run.attributes is not None
+    assert run.attributes[semconv.RUN_STOP_REASON] == "end_turn"
+    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
+    tool = telemetry.span("execute_tool lookup")
+    assert len(chats) == 2
+    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
+    assert tool.kind is SpanKind.INTERNAL
+    assert tool.parent is not None and tool.parent.span_id == run.context.span_id
+    assert chats[0].attributes is not None
+    assert chats[0].attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
+    assert chats[0].attributes[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
+
+
+def test_a_blank_final_response_is_a_silent_bail(telemetry: InMemoryTelemetry) -> None:
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=0, answer=""))
+    with tenant_scope("acme"):
+        asyncio.run(run_async(runner))
+    assert bails_of(telemetry, "acme", "no_content_no_tool_calls") == 1
+    where = {semconv.TENANT_ID: "acme", semconv.RESPONSE_EMPTY: True}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+# --- tenants ------------------------------------------------------------------------------------
+
+
+def test_tenant_from_run_metadata_then_session_state_and_two_tenants_share_one_plugin(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    plugin = SymfonicPlugin(handler=telemetry.handler())
+    capped = _runner(telemetry, ScriptedLlm(), plugin=plugin)
+    healthy = _runner(telemetry, ScriptedLlm(tool_turns=1), plugin=plugin)
+    config = RunConfig(max_llm_calls=2, custom_metadata={"tenant_id": "acme"})
+    with pytest.raises(LlmCallsLimitExceededError):
+        asyncio.run(run_async(capped, config))
+    assert asyncio.run(run_async(healthy, state={"tenant_id": "globex"})) == "It is sunny."
+
+    assert bails_of(telemetry, "acme") == 1
+    assert bails_of(telemetry, "globex") == 0
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 1
+    assert plugin.open_runs == 0
+
+
+# --- never hurt the agent -----------------------------------------------------------------------
+
+
+class _Broken(OSError):
+    pass
+
+
+def test_a_failing_handler_never_reaches_the_agent_and_is_counted_as_dropped(
+    telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugin = SymfonicPlugin(handler=telemetry.handler())
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise _Broken("telemetry down")
+
+    # The adapter's own code failing (here: opening a tool span), not the handler's guard.
+    monkeypatch.setattr(plugin._book, "start_tool", broken)
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=1), plugin=plugin)
+    with tenant_scope("acme"):
+        assert asyncio.run(run_async(runner)) == "It is sunny."
+
+    dropped = {semconv.TELEMETRY_EVENT: "SymfonicPlugin.before_tool"}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+
+
+def test_bad_arguments_get_clear_errors() -> None:
+    with pytest.raises(TypeError, match="OTelCallbackHandler"):
+        SymfonicPlugin(handler=object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_open_runs"):
+        SymfonicPlugin(max_open_runs=0)
+
+
+def test_a_caller_that_stops_reading_early_is_cancelled_not_a_bail(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=2))
+
+    async def first_event_only() -> None:
+        session = await runner.session_service.create_session(app_name=APP, user_id="u1")
+        events = runner.run_async(user_id="u1", session_id=session.id, new_message=_message())
+        async for _ in events:
+            break
+        await events.aclose()
+
+    with tenant_scope("acme"):
+        asyncio.run(first_event_only())
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
