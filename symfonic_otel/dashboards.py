@@ -14,9 +14,9 @@ reads them from ``dashboards/`` next to the package. ``export`` copies them, lay
     grafana/provisioning/                                      datasource and dashboards provider
     collector/otel-collector.yaml                              example Collector pipeline
     collector/otel-collector-delta.yaml                        delta pushes -> cumulative
-    prometheus/symfonic-rules-unrecovered-page.yml (+ .test.yml)  optional: page on unrecovered bails
+    prometheus/symfonic-rules-unrecovered-page(.test).yml     optional: unrecovered-only page
     README.md                                                  what each file is, where the docs are
-    runbooks/<alert>/README.md, runbooks/README.md              one runbook per alert, from docs/runbooks
+    runbooks/<alert>/README.md, runbooks/README.md             the runbooks (docs/runbooks)
 
 Every alert's ``runbook_url`` is ``runbooks/<alert>/`` under the external label
 ``runbook_base_url``: the exported folder holds that page at that path, and so does the docs site
@@ -27,8 +27,8 @@ become their path in the docs, as text.
 
 from __future__ import annotations
 
-from importlib import resources
 import re
+from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
@@ -55,7 +55,7 @@ def source() -> Traversable:
 
 
 def runbook_source() -> Traversable | None:
-    """The runbook pages (docs/runbooks), from the wheel or the checkout; None if neither has them."""
+    """The runbook pages (docs/runbooks), from the wheel or the checkout; None if absent."""
     packaged = resources.files("symfonic_otel").joinpath(_RUNBOOK_DATA)
     if packaged.is_dir():
         return packaged
