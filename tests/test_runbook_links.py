@@ -1,4 +1,4 @@
-"""Every runbook link of the exported rules resolves, in the exported folder and on the docs site."""
+"""Every runbook link of the exported rules resolves, in the exported folder and the docs site."""
 
 from __future__ import annotations
 
