@@ -7,6 +7,7 @@ Every user error is one line on stderr and exit status 2; bare ``symfonic-otel``
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 from symfonic_otel._version import __version__
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C): 128 + 2
+EXIT_TERMINATED = 143  # SIGTERM (docker stop, Kubernetes): 128 + 15
 DEFAULT_RUNS = 240
 DEFAULT_RATE = 20.0
 
@@ -210,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from symfonic_otel.demo import DemoError, DemoOptions, run_demo
         except KeyboardInterrupt:  # Ctrl-C while the demo's modules load: nothing to flush yet
             print("symfonic-otel: interrupted", file=sys.stderr)
-            return 130
+            return EXIT_INTERRUPTED
 
         noisy = None if args.noisy is None else tuple(p for pairs in args.noisy for p in pairs)
         if args.noisy is not None and [] in args.noisy and noisy:
@@ -230,10 +233,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except ValueError as exc:  # a flag's value that only makes sense with the others
             return _usage_error("symfonic-otel demo", str(exc))
+        terminated = False
+
+        def on_sigterm(signum: int, frame: object) -> None:
+            # SIGTERM takes Ctrl-C's path: partial summary, bounded flush; then 143, not 130.
+            nonlocal terminated
+            terminated = True
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
         try:
-            return run_demo(options)
+            code = run_demo(options)
         except DemoError as exc:
             return _usage_error("symfonic-otel demo", str(exc))
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        return EXIT_TERMINATED if terminated and code == EXIT_INTERRUPTED else code
     return _export(args.directory, force=args.force)
 
 
