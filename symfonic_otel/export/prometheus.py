@@ -30,7 +30,7 @@ from symfonic_otel.emit.exemplars import ExemplarReader, exemplar_index, with_ex
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-__all__ = ["LatestCollectionReader", "ScrapeCollector", "start_prometheus"]
+__all__ = ["LatestCollectionReader", "PrometheusPortError", "ScrapeCollector", "start_prometheus"]
 
 
 class LatestCollectionReader(ExemplarReader):
@@ -85,6 +85,11 @@ class ScrapeCollector:
         yield from families
 
 
+class PrometheusPortError(OSError, ValueError):
+    """The metrics port cannot be bound (busy, or not allowed): an ``OSError`` with the errno,
+    and a ``ValueError`` as it was before."""
+
+
 def start_prometheus(host: str, port: int) -> tuple[MetricReader, WSGIServer, threading.Thread]:
     """A Prometheus reader on its own registry, served by prometheus_client's HTTP server.
 
@@ -109,8 +114,10 @@ def start_prometheus(host: str, port: int) -> tuple[MetricReader, WSGIServer, th
         started = start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         reader.shutdown()
-        raise ValueError(
-            f"prometheus_port {port} on prometheus_host {host!r} cannot be bound: {exc}"
+        raise PrometheusPortError(
+            exc.errno or 0,
+            f"prometheus_port {port} on prometheus_host {host!r} cannot be bound: "
+            f"{exc.strerror or exc} (pick another, or 0 for a free one)",
         ) from exc
     if not isinstance(started, tuple):  # pragma: no cover - prometheus_client < 0.17
         reader.shutdown()
