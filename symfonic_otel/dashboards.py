@@ -82,12 +82,14 @@ def _runbooks() -> list[tuple[tuple[str, ...], bytes]]:
     folder = runbook_source()
     if folder is None:
         return []
-    pages = []
+    pages: list[tuple[tuple[str, ...], bytes]] = []
     for item in sorted(folder.iterdir(), key=lambda child: child.name):
         if not item.name.endswith(".md"):
             continue
         stem = item.name.removesuffix(".md")
-        parts = ("runbooks", "README.md") if stem == "index" else ("runbooks", stem, "README.md")
+        parts: tuple[str, ...] = ("runbooks", stem, "README.md")
+        if stem == "index":
+            parts = ("runbooks", "README.md")
         pages.append((parts, _exported_runbook(item.read_text(), stem == "index")))
     return pages
 
