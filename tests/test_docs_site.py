@@ -56,3 +56,7 @@ def test_api_reference_is_generated_from_the_docstrings(site: Path) -> None:
     # Rendered from the docstrings, not written by hand on the page.
     assert "OTelCallbackHandler" in html and "configure_telemetry" in html
     assert "Build SDK tracer and meter providers" in html
+    # Headings are the names users import, not the internal module paths.
+    for public in ("symfonic_otel.configure_telemetry", "symfonic_otel.OTelCallbackHandler"):
+        assert re.search(rf'<h3 id="{re.escape(public)}"', html), public
+    assert 'id="symfonic_otel.export.setup.configure_telemetry"' not in html
