@@ -52,7 +52,10 @@ def _total_notes(
     abandoned = runs.get(("abandoned",), 0.0)
     loop_runs = total - abandoned
     if context.interrupted:
-        asked = "the runs that ended before Ctrl-C"
+        asked = (
+            "the runs that ended before the interrupt, those it cut short included; the "
+            "progress bar counted only the ones that finished"
+        )
     elif context.requested_runs is not None:
         asked = "--runs"
     else:
