@@ -21,25 +21,23 @@ DEFAULT_RUNS = 240
 DEFAULT_RATE = 20.0
 
 
-def _positive_int(text: str) -> int:
+def _whole_number(text: str, minimum: int, rule: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1, "at least 1")
 
 
 def _seed(text: str) -> int:
     """0 or more: the seed names the runs (``demo-7-000001``), which a sign would garble."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _whole_number(text, 0, "0 or more")
 
 
 def _port(text: str) -> int:

@@ -131,17 +131,22 @@ def _runs_counted(metrics_url: str) -> float:
     return sum(float(value) for value in RUNS_SERIES.findall(text))
 
 
-def test_ctrl_c_mid_traffic_flushes_prints_the_partial_summary_and_exits_130(
-    demo_env: dict[str, str], receiver: HttpOtlpReceiver
-) -> None:
-    demo_env.update(
+def _flush_only_demo(env: dict[str, str], receiver: HttpOtlpReceiver) -> Demo:
+    """A timed demo over OTLP whose only export is the flush on the way out."""
+    env.update(
         OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
         OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
         OTEL_BSP_SCHEDULE_DELAY=NEVER_MS,
         OTEL_BSP_MAX_EXPORT_BATCH_SIZE="2048",
         OTEL_METRIC_EXPORT_INTERVAL=NEVER_MS,
     )
-    demo = Demo("--duration", "30", "--otlp", "--prometheus-port", "0", env=demo_env)
+    return Demo("--duration", "30", "--otlp", "--prometheus-port", "0", env=env)
+
+
+def test_ctrl_c_mid_traffic_flushes_prints_the_partial_summary_and_exits_130(
+    demo_env: dict[str, str], receiver: HttpOtlpReceiver
+) -> None:
+    demo = _flush_only_demo(demo_env, receiver)
     try:
         metrics_url = demo.wait_serving()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -177,14 +182,7 @@ def test_sigterm_mid_traffic_is_handled_like_ctrl_c_and_exits_143(
     demo_env: dict[str, str], receiver: HttpOtlpReceiver
 ) -> None:
     """docker stop / Kubernetes: a summary, the telemetry flushed, a prompt exit, status 143."""
-    demo_env.update(
-        OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
-        OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
-        OTEL_BSP_SCHEDULE_DELAY=NEVER_MS,
-        OTEL_BSP_MAX_EXPORT_BATCH_SIZE="2048",
-        OTEL_METRIC_EXPORT_INTERVAL=NEVER_MS,
-    )
-    demo = Demo("--duration", "30", "--otlp", "--prometheus-port", "0", env=demo_env)
+    demo = _flush_only_demo(demo_env, receiver)
     try:
         metrics_url = demo.wait_serving()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
