@@ -173,7 +173,7 @@ class LLMEndEvent:
 @dataclass(frozen=True)
 class ReactLoopEndEvent:
     """A *silent bail*: the agent stopped without writing an answer (loop cut, step cap, empty
-    completion), whether or not a fallback then produces one."""
+    completion), whether or not a fallback then produced one."""
 
     run_id: str
     iteration_index: int
