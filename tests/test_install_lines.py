@@ -213,3 +213,16 @@ def test_a_fresh_virtualenv_runs_the_langchain_example_after_its_install_line(
     )
     assert run.returncode == 0, run.stderr
     assert "It is sunny in Paris." in run.stdout
+    # The installed wheel carries the runbooks its rules link to.
+    export = subprocess.run(
+        [str(venv / "bin" / "symfonic-otel"), "dashboards", "export", str(tmp_path / "ops")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert export.returncode == 0, export.stderr
+    page = tmp_path / "ops" / "runbooks" / "SymfonicSilentBailBudgetBurn" / "README.md"
+    assert page.read_text().startswith("# SymfonicSilentBailBudgetBurn")
