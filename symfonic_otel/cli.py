@@ -282,6 +282,13 @@ def _export(directory: str, *, force: bool) -> int:
     overwritten = sum(1 for path in written if path in existed)
     note = f" ({overwritten} overwritten)" if overwritten else ""
     print(f"Wrote {len(written)} files under {target}{note}.", file=sys.stderr)
+    if (target / "runbooks").is_dir():
+        print(
+            f"Runbooks: {target / 'runbooks'}/<alert>/README.md, where each alert's runbook_url "
+            "points; set runbook_base_url in prometheus/prometheus.yml to where you serve "
+            "this folder (README.md says how).",
+            file=sys.stderr,
+        )
     return 0
 
 
