@@ -43,7 +43,8 @@ class Telemetry:
     ``force_flush`` and ``shutdown`` run the SDK calls on a helper thread and stop waiting at the
     deadline, because the SDK's own calls can block far longer than asked (a hung collector holds
     an export for the whole OTLP timeout, retries included). ``shutdown`` is idempotent, also runs
-    at interpreter exit, and always closes the Prometheus HTTP server. Use it as a context
+    at interpreter exit (not on SIGTERM: see ``shutdown_on_sigterm``), and always closes the
+    Prometheus HTTP server. Use it as a context
     manager to scope telemetry to a block (tests, scripts, CLI commands).
     """
 
