@@ -7,6 +7,7 @@ Every user error is one line on stderr and exit status 2; bare ``symfonic-otel``
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,18 +15,29 @@ from pathlib import Path
 from symfonic_otel._version import __version__
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C): 128 + 2
+EXIT_TERMINATED = 143  # SIGTERM (docker stop, Kubernetes): 128 + 15
 DEFAULT_RUNS = 240
 DEFAULT_RATE = 20.0
 
 
-def _positive_int(text: str) -> int:
+def _whole_number(text: str, minimum: int, rule: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1, "at least 1")
+
+
+def _seed(text: str) -> int:
+    """0 or more: the seed names the runs (``demo-7-000001``), which a sign would garble."""
+    return _whole_number(text, 0, "0 or more")
 
 
 def _port(text: str) -> int:
@@ -114,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N|NAME,...",
         help="how many tenants, or their names (default 5)",
     )
-    demo.add_argument("--seed", type=int, default=7, help="same seed, same output (default 7)")
+    demo.add_argument(
+        "--seed", type=_seed, default=7, help="same seed, same output (0 or more; default 7)"
+    )
     demo.add_argument(
         "--prometheus-port",
         type=_port,
@@ -210,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from symfonic_otel.demo import DemoError, DemoOptions, run_demo
         except KeyboardInterrupt:  # Ctrl-C while the demo's modules load: nothing to flush yet
             print("symfonic-otel: interrupted", file=sys.stderr)
-            return 130
+            return EXIT_INTERRUPTED
 
         noisy = None if args.noisy is None else tuple(p for pairs in args.noisy for p in pairs)
         if args.noisy is not None and [] in args.noisy and noisy:
@@ -230,10 +244,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except ValueError as exc:  # a flag's value that only makes sense with the others
             return _usage_error("symfonic-otel demo", str(exc))
+        terminated = False
+
+        def on_sigterm(signum: int, frame: object) -> None:
+            # SIGTERM takes Ctrl-C's path: partial summary, bounded flush; then 143, not 130.
+            nonlocal terminated
+            terminated = True
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
         try:
-            return run_demo(options)
+            code = run_demo(options)
         except DemoError as exc:
             return _usage_error("symfonic-otel demo", str(exc))
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        return EXIT_TERMINATED if terminated and code == EXIT_INTERRUPTED else code
     return _export(args.directory, force=args.force)
 
 
@@ -256,6 +282,13 @@ def _export(directory: str, *, force: bool) -> int:
     overwritten = sum(1 for path in written if path in existed)
     note = f" ({overwritten} overwritten)" if overwritten else ""
     print(f"Wrote {len(written)} files under {target}{note}.", file=sys.stderr)
+    if (target / "runbooks").is_dir():
+        print(
+            f"Runbooks: {target / 'runbooks'}/<alert>/README.md, where each alert's runbook_url "
+            "points; set runbook_base_url in prometheus/prometheus.yml to where you serve "
+            "this folder (README.md says how).",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -14,18 +14,29 @@ reads them from ``dashboards/`` next to the package. ``export`` copies them, lay
     grafana/provisioning/                                      datasource and dashboards provider
     collector/otel-collector.yaml                              example Collector pipeline
     collector/otel-collector-delta.yaml                        delta pushes -> cumulative
+    prometheus/symfonic-rules-unrecovered-page(.test).yml     optional: unrecovered-only page
     README.md                                                  what each file is, where the docs are
+    runbooks/<alert>/README.md, runbooks/README.md             the runbooks (docs/runbooks)
+
+Every alert's ``runbook_url`` is ``runbooks/<alert>/`` under the external label
+``runbook_base_url``: the exported folder holds that page at that path, and so does the docs site
+(``docs/runbooks/<alert>.md``), so either served at ``runbook_base_url`` resolves every link. The
+runbooks' links to other runbooks are rewritten to the exported layout; links to other docs pages
+become their path in the docs, as text.
 """
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-__all__ = ["bundled_files", "export", "source"]
+__all__ = ["bundled_files", "export", "runbook_source", "source"]
 
 _PACKAGE_DATA = "_dashboards"
+_RUNBOOK_DATA = "_runbooks"  # docs/runbooks, in a wheel
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+?\.md)(#[^)\s]*)?\)")
 _SKIP = frozenset({"__pycache__", ".DS_Store"})
 
 
@@ -43,6 +54,46 @@ def source() -> Traversable:
     )
 
 
+def runbook_source() -> Traversable | None:
+    """The runbook pages (docs/runbooks), from the wheel or the checkout; None if absent."""
+    packaged = resources.files("symfonic_otel").joinpath(_RUNBOOK_DATA)
+    if packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parent.parent / "docs" / "runbooks"
+    return checkout if checkout.is_dir() else None
+
+
+def _exported_runbook(text: str, is_index: bool) -> bytes:
+    """A runbook page with its links rewritten for ``runbooks/<alert>/README.md``."""
+
+    def link(match: re.Match[str]) -> str:
+        label, target, anchor = match.group(1), match.group(2), match.group(3) or ""
+        if "/" not in target:  # another runbook page
+            stem = target.removesuffix(".md")
+            page = "README.md" if stem == "index" else f"{stem}/README.md"
+            return f"[{label}]({page if is_index else '../' + page}{anchor})"
+        docs_path = target.removeprefix("../")  # a page of the docs site, not exported
+        return f"{label} (`docs/{docs_path}{anchor}` in the symfonic-otel repository)"
+
+    return _LINK.sub(link, text).encode()
+
+
+def _runbooks() -> list[tuple[tuple[str, ...], bytes]]:
+    folder = runbook_source()
+    if folder is None:
+        return []
+    pages: list[tuple[tuple[str, ...], bytes]] = []
+    for item in sorted(folder.iterdir(), key=lambda child: child.name):
+        if not item.name.endswith(".md"):
+            continue
+        stem = item.name.removesuffix(".md")
+        parts: tuple[str, ...] = ("runbooks", stem, "README.md")
+        if stem == "index":
+            parts = ("runbooks", "README.md")
+        pages.append((parts, _exported_runbook(item.read_text(), stem == "index")))
+    return pages
+
+
 def _walk(node: Traversable, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], Traversable]]:
     found: list[tuple[tuple[str, ...], Traversable]] = []
     for child in sorted(node.iterdir(), key=lambda item: item.name):
@@ -55,9 +106,15 @@ def _walk(node: Traversable, prefix: tuple[str, ...]) -> list[tuple[tuple[str, .
     return found
 
 
+def _contents() -> list[tuple[tuple[str, ...], bytes | Traversable]]:
+    found: list[tuple[tuple[str, ...], bytes | Traversable]] = list(_walk(source(), ()))
+    found.extend(_runbooks())
+    return sorted(found, key=lambda pair: pair[0])
+
+
 def bundled_files() -> list[str]:
-    """Relative POSIX paths of every bundled file, sorted."""
-    return ["/".join(parts) for parts, _ in _walk(source(), ())]
+    """Relative POSIX paths of every exported file, sorted."""
+    return sorted("/".join(parts) for parts, _ in _contents())
 
 
 def export(dest_dir: str | Path, *, force: bool = False) -> list[Path]:
@@ -74,7 +131,7 @@ def export(dest_dir: str | Path, *, force: bool = False) -> list[Path]:
     dest = Path(dest_dir)
     if dest.exists() and not dest.is_dir():
         raise NotADirectoryError(f"{dest} exists and is not a directory")
-    planned = [(dest.joinpath(*parts), item) for parts, item in _walk(source(), ())]
+    planned = [(dest.joinpath(*parts), item) for parts, item in _contents()]
     existing: list[Path] = []
     for target, _ in planned:
         for parent in target.relative_to(dest).parents:
@@ -95,6 +152,6 @@ def export(dest_dir: str | Path, *, force: bool = False) -> list[Path]:
     written: list[Path] = []
     for target, item in planned:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(item.read_bytes())
+        target.write_bytes(item if isinstance(item, bytes) else item.read_bytes())
         written.append(target)
     return sorted(written)

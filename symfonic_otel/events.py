@@ -172,7 +172,8 @@ class LLMEndEvent:
 
 @dataclass(frozen=True)
 class ReactLoopEndEvent:
-    """The ReAct loop ended with an empty final response: a *silent bail*."""
+    """A *silent bail*: the agent stopped without writing an answer (loop cut, step cap, empty
+    completion), whether or not a fallback then produced one."""
 
     run_id: str
     iteration_index: int

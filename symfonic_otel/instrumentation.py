@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Mapping
 from importlib import import_module
 from typing import Any, Final
 
-from opentelemetry import context
+from opentelemetry import context, metrics, trace
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
     BaseInstrumentor,
 )
@@ -62,6 +62,31 @@ _CONFIG_CONTEXTS: Final = (
     ("langgraph._internal._runnable", "_set_config_context"),
 )
 _INSTRUMENTS: Final = ("langchain-core >= 0.3",)
+_said_no_sdk = False  # the "no SDK" line is logged once per process
+
+
+def _say_once_if_no_sdk(tracer_provider: object, meter_provider: object) -> None:
+    """One warning when neither provider is an SDK's: runs would be recorded into no-ops
+    (``opentelemetry-instrument`` without ``opentelemetry-distro``, no ``configure_telemetry``)."""
+    global _said_no_sdk
+    if _said_no_sdk:
+        return
+    tracer_provider = tracer_provider or trace.get_tracer_provider()
+    meter_provider = meter_provider or metrics.get_meter_provider()
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    if isinstance(tracer_provider, TracerProvider) or isinstance(meter_provider, MeterProvider):
+        return
+    _said_no_sdk = True
+    get_logger().warning(
+        "symfonic_otel.instrumentor_without_sdk",
+        hint="no OpenTelemetry SDK is configured, so nothing is exported: under "
+        "opentelemetry-instrument, pip install opentelemetry-distro; in code, call "
+        "configure_telemetry() before instrument()",
+    )
+
+
 # ``instrument()`` options passed on to ``OTelCallbackHandler``; anything else a distro passes
 # (``opentelemetry-instrument`` forwards its own keywords) is ignored rather than failing.
 _HANDLER_OPTIONS: Final = frozenset(
@@ -259,6 +284,8 @@ class SymfonicLangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         core = kwargs.get("handler")
         node_spans = kwargs.get("node_spans") is True
+        if not isinstance(core, OTelCallbackHandler):
+            _say_once_if_no_sdk(kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
         if isinstance(core, OTelCallbackHandler):
             handler = LangChainCallbackHandler(handler=core, node_spans=node_spans)
         else:

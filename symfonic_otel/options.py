@@ -6,7 +6,12 @@ receives never fail.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import Any
 
 from symfonic_otel.emit.budget import CARDINALITY_LIMIT, series_budget
 from symfonic_otel.logs import get_logger
@@ -73,3 +78,18 @@ def warn_if_over_limit(
             configured_limit=CARDINALITY_LIMIT,
             hint="use your own MeterProvider with budget.cardinality_view(limit)",
         )
+
+
+def unexpected_option(owner: str, name: str, options: Iterable[str]) -> str:
+    """The TypeError message for an unknown keyword, with the closest option (``tenant`` ->
+    ``tenant_id``) when one is close."""
+    close = difflib.get_close_matches(name, sorted(options), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{owner}() got an unexpected keyword argument {name!r}{hint}"
+
+
+@cache
+def keyword_defaults(function: Callable[..., Any]) -> dict[str, object]:
+    """A function's keyword-only parameters and their defaults."""
+    parameters = inspect.signature(function).parameters.values()
+    return {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY}

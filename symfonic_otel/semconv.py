@@ -139,7 +139,8 @@ SILENT_BAILS: Final = InstrumentSpec(
     "symfonic.react.silent_bails",
     "counter",
     "{bail}",
-    "ReAct loops that ended with an empty final response.",
+    "Agent runs that stopped without writing an answer (loop cut, step cap, empty completion),"
+    " whether or not a fallback then produced one.",
 )
 SYNTHESIS_FALLBACKS: Final = InstrumentSpec(
     "symfonic.react.synthesis_fallbacks",

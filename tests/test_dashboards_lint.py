@@ -378,13 +378,18 @@ def test_export_copies_every_bundled_file(tmp_path: Path) -> None:
     from symfonic_otel import dashboards
 
     written = dashboards.export(tmp_path / "out")
-    expected = sorted(
-        p.relative_to(DASHBOARDS).as_posix() for p in DASHBOARDS.rglob("*") if p.is_file()
-    )
+    shipped = [p.relative_to(DASHBOARDS).as_posix() for p in DASHBOARDS.rglob("*") if p.is_file()]
+    runbooks = [
+        "runbooks/README.md" if p.stem == "index" else f"runbooks/{p.stem}/README.md"
+        for p in (DASHBOARDS.parent / "docs" / "runbooks").glob("*.md")
+    ]
+    expected = sorted(shipped + runbooks)
     assert [p.relative_to(tmp_path / "out").as_posix() for p in written] == expected
     assert dashboards.bundled_files() == expected
     for path in written:
-        assert path.read_bytes() == (DASHBOARDS / path.relative_to(tmp_path / "out")).read_bytes()
+        relative = path.relative_to(tmp_path / "out")
+        if relative.parts[0] != "runbooks":  # runbooks: their links rewritten (test_runbook_links)
+            assert path.read_bytes() == (DASHBOARDS / relative).read_bytes()
     assert dashboards.export(tmp_path / "out", force=True) == written  # idempotent, overwrites
 
 
@@ -397,8 +402,11 @@ def test_export_prefers_the_wheels_package_data(
     package = tmp_path / "site" / "symfonic_otel"
     (package / "_dashboards" / "prometheus").mkdir(parents=True)
     (package / "_dashboards" / "prometheus" / "symfonic-rules.yml").write_text("groups: []\n")
+    (package / "_runbooks").mkdir()
+    (package / "_runbooks" / "SymfonicX.md").write_text("# SymfonicX\n")
     monkeypatch.setattr("importlib.resources.files", lambda _name: package)
     written = dashboards.export(tmp_path / "out")
     assert [p.relative_to(tmp_path / "out").as_posix() for p in written] == [
-        "prometheus/symfonic-rules.yml"
+        "prometheus/symfonic-rules.yml",
+        "runbooks/SymfonicX/README.md",
     ]

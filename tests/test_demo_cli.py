@@ -228,7 +228,10 @@ def test_export_with_force_overwrites_and_lists_what_it_wrote(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     listed = [Path(line).relative_to(tmp_path).as_posix() for line in result.stdout.splitlines()]
     assert listed == bundled_files()
-    assert result.stderr.strip() == f"Wrote {len(listed)} files under {tmp_path} (1 overwritten)."
+    wrote, runbooks = result.stderr.strip().splitlines()
+    assert wrote == f"Wrote {len(listed)} files under {tmp_path} (1 overwritten)."
+    assert runbooks.startswith(f"Runbooks: {tmp_path / 'runbooks'}/<alert>/README.md")
+    assert "runbook_base_url" in runbooks
     assert (tmp_path / "README.md").read_text() != "my notes\n"
 
 
@@ -261,14 +264,14 @@ def test_the_demo_explains_its_counts_with_the_tables_figures() -> None:
     assert health and int(health.group(1)) > 0 and int(health.group(2)) > 0, out
     total = int(_row(result.stdout, "all")[1])
     abandoned = int(_row(result.stdout, "abandoned")[1])
-    empty = int(_row(result.stdout, "empty final response")[1])
+    empty = int(re.findall(r"of these, (\d+) \(", out)[0])
     assert total > 240  # the case that needs saying
     assert f'"all" = 240 agent runs (--runs) + {abandoned} runs whose worker died mid-run' in out
     assert "The 40 warm-up runs before the traffic send no telemetry and are not counted." in out
     bails = out.split("Silent bails (")[1].split(")")[0]
     table_bails = sum(int(cells[2]) for cells in _tenant_rows(result.stdout))
     assert int(bails) == table_bails
-    match = re.search(r"answer is blank: (\d+) completed runs[^+.]*(?:\+ (\d+) errored)?", out)
+    match = re.search(r"answer is blank: (\d+) completed runs?[^+.]*(?:\+ (\d+) errored)?", out)
     assert match, out
     assert int(match.group(1)) + int(match.group(2) or 0) == empty
 
@@ -289,3 +292,69 @@ def test_a_short_demo_still_shows_a_trace_and_says_which() -> None:
         r"One run's trace \((the first run|a silent bail), [a-z ]+, run demo-7-", result.stdout
     )
     assert "invoke_agent support" in result.stdout
+
+
+def test_the_empty_count_is_a_note_under_the_outcomes_not_an_outcome_row() -> None:
+    result = _run("--runs", "240")
+    assert result.returncode == 0, result.stderr[-2000:]
+    outcomes = result.stdout.split("Runs by outcome")[1].split("Silent bails per tenant")[0]
+    with pytest.raises(AssertionError):
+        _row(outcomes, "empty final response")
+    out = " ".join(result.stdout.split())
+    assert re.search(r"of these, \d+ \(\d+\.\d %\) ended with an empty answer", out)
+    # The notes name only the outcomes that occurred, each by its own name.
+    errored = int(_row(outcomes, "error")[1])
+    cancelled = _row(outcomes, "cancelled")[1] if "cancelled" in outcomes else "0"
+    note = out.split("How to read these counts:")[1]
+    if errored == 0:
+        assert "errored run" not in note.split("+")[0]
+    if int(cancelled):
+        assert f"the {cancelled} cancelled run" in note
+    assert ") (" not in note  # one parenthesis of details, not two in a row
+
+
+def test_a_negative_seed_is_refused_in_one_line() -> None:
+    _one_line_error(_cli("demo", "--seed", "-1"), "--seed", "must be 0 or more")
+
+
+def test_serving_prometheus_for_a_count_of_runs_says_how_to_keep_serving() -> None:
+    result = _run("--runs", "3", "--prometheus-port", "0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    err = " ".join(result.stderr.split())
+    assert "Only while the runs last" in err and "--duration SECONDS" in err
+    timed = _run("--duration", "0.5", "--prometheus-port", "0")
+    assert "Only while the runs last" not in timed.stderr
+
+
+def test_the_sample_trace_is_titled_by_how_its_run_ended() -> None:
+    """After Ctrl-C the planned sample may have been cancelled: another finished candidate is
+    shown, or the cancelled one under a title that says so, never the plan's title."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from symfonic_otel import semconv
+    from symfonic_otel.demo.report import RunSpanSampler
+
+    sampler = RunSpanSampler()
+    sampler.candidates = {
+        "r1": "a loop cut handed to the synthesis fallback",
+        "r2": "a silent bail",
+    }
+    provider = TracerProvider()
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider.add_span_processor(SimpleSpanProcessor(sampler))
+    tracer = provider.get_tracer("t")
+
+    def run(run_id: str, outcome: str) -> None:
+        attributes = {semconv.RUN_ID: run_id, semconv.RUN_OUTCOME: outcome}
+        with tracer.start_as_current_span("invoke_agent support", attributes=attributes):
+            pass
+
+    run("r1", "cancelled")
+    best = sampler.best()
+    assert best is not None and best[0] == "r1"
+    assert best[1] == "a run that ended cancelled before it finished"
+    run("r2", "completed")
+    best = sampler.best()
+    assert best is not None and best[:2] == ("r2", "a silent bail")
+    provider.shutdown()

@@ -22,6 +22,7 @@ from typing import IO
 import pytest
 
 from symfonic_otel import semconv
+from symfonic_otel.cli import EXIT_TERMINATED
 from symfonic_otel.demo.runner import EXIT_INTERRUPTED
 from symfonic_otel.demo.traffic import AGENT_NAME
 from tests.otlp_receiver import HangingServer, HttpOtlpReceiver, points_of, refused_endpoint
@@ -130,17 +131,22 @@ def _runs_counted(metrics_url: str) -> float:
     return sum(float(value) for value in RUNS_SERIES.findall(text))
 
 
-def test_ctrl_c_mid_traffic_flushes_prints_the_partial_summary_and_exits_130(
-    demo_env: dict[str, str], receiver: HttpOtlpReceiver
-) -> None:
-    demo_env.update(
+def _flush_only_demo(env: dict[str, str], receiver: HttpOtlpReceiver) -> Demo:
+    """A timed demo over OTLP whose only export is the flush on the way out."""
+    env.update(
         OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
         OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
         OTEL_BSP_SCHEDULE_DELAY=NEVER_MS,
         OTEL_BSP_MAX_EXPORT_BATCH_SIZE="2048",
         OTEL_METRIC_EXPORT_INTERVAL=NEVER_MS,
     )
-    demo = Demo("--duration", "30", "--otlp", "--prometheus-port", "0", env=demo_env)
+    return Demo("--duration", "30", "--otlp", "--prometheus-port", "0", env=env)
+
+
+def test_ctrl_c_mid_traffic_flushes_prints_the_partial_summary_and_exits_130(
+    demo_env: dict[str, str], receiver: HttpOtlpReceiver
+) -> None:
+    demo = _flush_only_demo(demo_env, receiver)
     try:
         metrics_url = demo.wait_serving()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -170,6 +176,32 @@ def test_ctrl_c_mid_traffic_flushes_prints_the_partial_summary_and_exits_130(
         for request in receiver.metric_requests()
     )
     assert exported == summarised
+
+
+def test_sigterm_mid_traffic_is_handled_like_ctrl_c_and_exits_143(
+    demo_env: dict[str, str], receiver: HttpOtlpReceiver
+) -> None:
+    """docker stop / Kubernetes: a summary, the telemetry flushed, a prompt exit, status 143."""
+    demo = _flush_only_demo(demo_env, receiver)
+    try:
+        metrics_url = demo.wait_serving()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while _runs_counted(metrics_url) < 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        demo.process.send_signal(signal.SIGTERM)
+        sent_at = time.monotonic()
+        code, out, err = demo.finish()
+    finally:
+        demo.kill()
+    assert code == EXIT_TERMINATED, err
+    assert demo.exited_at - sent_at < 15  # prompt: the interrupted flush budget, not --duration
+    assert "Traceback" not in err
+    assert PARTIAL in out
+    # The progress bar counts finished runs only; the summary says why its count can be higher.
+    assert "progress bar counted only the ones that finished" in " ".join(out.split())
+    summarised = int(ALL_ROW.findall(out)[0])
+    run_spans = [s for s in receiver.spans() if s.name == semconv.agent_span_name(AGENT_NAME)]
+    assert len(run_spans) == summarised
 
 
 def test_ctrl_c_during_warm_up_still_exits_130_with_a_summary(demo_env: dict[str, str]) -> None:

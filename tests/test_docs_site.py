@@ -13,6 +13,7 @@ import yaml  # type: ignore[import-untyped, unused-ignore]
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "dashboards" / "prometheus" / "symfonic-rules.yml"
+VARIANT = ROOT / "dashboards" / "prometheus" / "symfonic-rules-unrecovered-page.yml"
 BASE = "{{ with $externalLabels.runbook_base_url }}{{ . }}/{{ end }}"
 
 
@@ -34,10 +35,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_runbook_url_is_a_page_of_the_built_site(site: Path) -> None:
-    rules = yaml.safe_load(RULES.read_text())
     urls = [
         rule["annotations"]["runbook_url"]
-        for group in rules["groups"]
+        for path in (RULES, VARIANT)
+        for group in yaml.safe_load(path.read_text())["groups"]
         for rule in group["rules"]
         if "alert" in rule
     ]
@@ -55,3 +56,7 @@ def test_api_reference_is_generated_from_the_docstrings(site: Path) -> None:
     # Rendered from the docstrings, not written by hand on the page.
     assert "OTelCallbackHandler" in html and "configure_telemetry" in html
     assert "Build SDK tracer and meter providers" in html
+    # Headings are the names users import, not the internal module paths.
+    for public in ("symfonic_otel.configure_telemetry", "symfonic_otel.OTelCallbackHandler"):
+        assert re.search(rf'<h3 id="{re.escape(public)}"', html), public
+    assert 'id="symfonic_otel.export.setup.configure_telemetry"' not in html

@@ -21,6 +21,9 @@ DASHBOARDS = ROOT / "dashboards"
 PROM_DIR = DASHBOARDS / "prometheus"
 RULES = PROM_DIR / "symfonic-rules.yml"
 RULE_TESTS = PROM_DIR / "symfonic-rules.test.yml"
+# The documented variant of the page: pages on unrecovered bails only, loaded beside RULES.
+VARIANT = PROM_DIR / "symfonic-rules-unrecovered-page.yml"
+VARIANT_TESTS = PROM_DIR / "symfonic-rules-unrecovered-page.test.yml"
 CONFIG = PROM_DIR / "prometheus.yml"
 AGENT_CONFIG = PROM_DIR / "prometheus-agent.yml"
 CENTRAL_CONFIG = PROM_DIR / "prometheus-central.yml"
@@ -58,7 +61,7 @@ def promtool(*args: str, cwd: Path = PROM_DIR) -> subprocess.CompletedProcess[st
 
 
 def rules() -> list[dict[str, Any]]:
-    groups = yaml.safe_load(RULES.read_text())["groups"]
+    groups = [g for f in (RULES, VARIANT) for g in yaml.safe_load(f.read_text())["groups"]]
     return [rule for group in groups for rule in group["rules"]]
 
 
@@ -71,8 +74,7 @@ def records() -> dict[str, str]:
 
 
 def rule_test_groups() -> list[dict[str, Any]]:
-    groups: list[dict[str, Any]] = yaml.safe_load(RULE_TESTS.read_text())["tests"]
-    return groups
+    return [g for f in (RULE_TESTS, VARIANT_TESTS) for g in yaml.safe_load(f.read_text())["tests"]]
 
 
 def flat(expr: str) -> str:
@@ -90,15 +92,41 @@ def seconds(duration: str) -> int:
 # --- promtool and amtool --------------------------------------------------------------------
 
 
-def test_promtool_check_rules() -> None:
-    result = promtool("check", "rules", RULES.name)
+@pytest.mark.parametrize("rules_file", [RULES, VARIANT], ids=lambda p: p.name)
+def test_promtool_check_rules(rules_file: Path) -> None:
+    result = promtool("check", "rules", rules_file.name)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_promtool_test_rules() -> None:
-    result = promtool("test", "rules", RULE_TESTS.name)
+@pytest.mark.parametrize("tests_file", [RULE_TESTS, VARIANT_TESTS], ids=lambda p: p.name)
+def test_promtool_test_rules(tests_file: Path) -> None:
+    result = promtool("test", "rules", tests_file.name)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+def _cases(path: Path, alertname: str) -> set[tuple[str, str, str]]:
+    """(input series, eval time, expected alerts) of each of a file's cases of one alert."""
+    found = set()
+    for group in yaml.safe_load(path.read_text())["tests"]:
+        series = repr(sorted((s["series"], s["values"]) for s in group["input_series"]))
+        for case in group.get("alert_rule_test", []):
+            if case["alertname"] == alertname:
+                fired = repr(sorted(a["exp_labels"]["tenant_id"] for a in case["exp_alerts"]))
+                found.add((series, case["eval_time"], fired))
+    return found
+
+
+def test_the_unrecovered_variant_has_every_case_of_the_page() -> None:
+    """Every quiet (and firing) case of the page, on the same series without a fallback, is a case
+    of the variant with the same result; and one case shows a recovered tenant it leaves quiet."""
+    page = _cases(RULE_TESTS, "SymfonicSilentBailBudgetBurn")
+    variant = _cases(VARIANT_TESTS, "SymfonicUnrecoveredBailBudgetBurn")
+    assert any(fired == "[]" for _, _, fired in page)
+    assert page <= variant
+    extra = variant - page
+    assert extra and all("recovered" not in fired for _, _, fired in extra)
+    assert any('symfonic_synthesis_recovered="true"' in series for series, _, _ in extra)
 
 
 @pytest.mark.parametrize("config", [CONFIG, CENTRAL_CONFIG, COLLECTOR_CONFIG], ids=lambda p: p.name)

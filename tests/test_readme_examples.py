@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 EXAMPLES = ROOT / "docs" / "examples"
-MAX_LINES = 250
+MAX_LINES = 280  # 250 before the page's query, the fallback, the check and SIGTERM lines
 # The README's code blocks, in order: each is one of the files test_docs_examples.py runs.
 README_EXAMPLES = [
     "symfonic_events.py",
@@ -79,3 +79,21 @@ def test_license_file_matches_the_package_metadata() -> None:
     license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
     assert "END OF TERMS AND CONDITIONS" in license_text
+
+
+def test_readme_shows_the_pages_counters_and_links_the_operator_path() -> None:
+    text = _text()
+    rules = (ROOT / "dashboards" / "prometheus" / "symfonic-rules.yml").read_text()
+    for counter in ("symfonic_react_silent_bails_total", "symfonic_agent_runs_total"):
+        assert counter in text and counter in rules, counter
+    assert "docs/operators/index.md#from-install-to-a-page" in text
+    guide = (ROOT / "docs" / "operators" / "index.md").read_text()
+    assert "\n## From install to a page\n" in guide
+    for term in (
+        "**synthesis fallback**",
+        "**fabrication check**",
+        "on_agent_start",
+        "agent_start",
+    ):
+        assert term in text, term
+    assert "shutdown_on_sigterm" in text

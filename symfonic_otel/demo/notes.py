@@ -52,7 +52,10 @@ def _total_notes(
     abandoned = runs.get(("abandoned",), 0.0)
     loop_runs = total - abandoned
     if context.interrupted:
-        asked = "the runs that ended before Ctrl-C"
+        asked = (
+            "the runs that ended before the interrupt, those it cut short included; the "
+            "progress bar counted only the ones that finished"
+        )
     elif context.requested_runs is not None:
         asked = "--runs"
     else:
@@ -88,26 +91,36 @@ def _empty_notes(view: MetricView, runs: dict[tuple[object, ...], float]) -> lis
     empty = view.sums(semconv.AGENT_RUNS.name, [semconv.RUN_OUTCOME, semconv.RESPONSE_EMPTY])
     empty_completed = empty.get(("completed", True), 0.0)
     empty_other = sum(v for (outcome, flag), v in empty.items() if flag and outcome != "completed")
-    failed = sum(v for (outcome,), v in runs.items() if outcome in ("error", "cancelled"))
+    errored = sum(v for (outcome,), v in runs.items() if outcome == "error")
+    cancelled = sum(v for (outcome,), v in runs.items() if outcome == "cancelled")
     if not (bails or empty_completed or empty_other):
         return []
     sentence = (
-        f"Silent bails ({_n(bails)}) count loop turns that ended without text (a loop cut, the "
-        "call cap or an empty completion)"
+        f"Silent bails ({_n(bails)}) count runs whose agent stopped without writing an answer "
+        "(a loop cut, the call cap or an empty completion), whether or not a fallback then "
+        "produced one"
     )
     if recovered:
         sentence += (
             f"; the synthesis fallback recovered {_n(recovered)} of them, so those runs answered"
         )
     sentence += (
-        f'. "Empty final response" counts runs whose answer is blank: {_n(empty_completed)} '
-        "completed runs"
+        f'. "Empty final response" counts runs whose answer is blank: '
+        f"{_plural(empty_completed, 'completed run', 'completed runs')}"
     )
+    details = []
     if empty_completed and empty_completed == bails - recovered:
-        sentence += " (the silent bails left unrecovered)"
+        details.append("the silent bails left unrecovered")
+    if not empty_other and (errored or cancelled):
+        kinds = [
+            _plural(count, f"{kind} run", f"{kind} runs")
+            for kind, count in (("errored", errored), ("cancelled", cancelled))
+            if count
+        ]
+        details.append(f"the {' and '.join(kinds)} carry no empty flag")
+    if details:
+        sentence += f" ({'; '.join(details)})"
     if empty_other:
         ended = "errored, cancelled or abandoned run"
         sentence += f" + {_plural(empty_other, ended, ended + 's')} (no answer at all)"
-    elif failed:
-        sentence += f" (the {_n(failed)} errored and cancelled runs carry no empty flag)"
     return [sentence + "."]

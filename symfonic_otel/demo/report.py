@@ -49,12 +49,21 @@ class RunSpanSampler(SpanExporter):
         return SpanExportResult.SUCCESS
 
     def best(self) -> tuple[str, str, list[ReadableSpan]] | None:
-        """(run id, what it shows, its spans) of the best candidate that has spans."""
+        """(run id, what it shows, its spans) of the best candidate that has spans; one that
+        ended otherwise than planned (cancelled by Ctrl-C) only if no other has spans, and then
+        titled by how it ended."""
+        cut_short: tuple[str, str, list[ReadableSpan]] | None = None
         for run_id, description in self.candidates.items():
             spans = self.spans_by_run.get(run_id)
-            if spans:
+            if not spans:
+                continue
+            outcomes = [(s.attributes or {}).get(semconv.RUN_OUTCOME) for s in spans]
+            outcome = next((o for o in outcomes if o is not None), None)
+            if outcome in (None, "completed"):
                 return run_id, description, spans
-        return None
+            if cut_short is None:
+                cut_short = (run_id, f"a run that ended {outcome} before it finished", spans)
+        return cut_short
 
     def shutdown(self) -> None:
         return None
@@ -79,7 +88,12 @@ def _runs_table(view: MetricView) -> Table:
     for (outcome,), count in sorted(runs.items(), key=lambda item: str(item[0])):
         table.add_row(str(outcome), f"{count:.0f}", _pct(count, total))
     table.add_row("[bold]all[/bold]", f"{total:.0f}", "")
-    table.add_row("empty final response", f"{empty:.0f}", _pct(empty, total))
+    # Not an outcome: a flag on some of the runs above, so it is said under the table.
+    table.caption = (
+        f"of these, {empty:.0f} ({_pct(empty, total).strip()}) ended with an empty answer"
+    )
+    table.caption_justify = "left"
+    table.min_width = len(table.caption) + 2
     return table
 
 

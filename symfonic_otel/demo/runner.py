@@ -147,6 +147,11 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
             progress_console.print(
                 f"Serving Prometheus metrics on http://127.0.0.1:{telemetry.prometheus_port}/metrics"
             )
+            if options.duration_s is None:  # --runs finish in seconds, and the server with them
+                progress_console.print(
+                    "Only while the runs last (a few seconds): for Prometheus to scrape it, "
+                    "add --duration SECONDS (e.g. --duration 600)"
+                )
         names = tenant_names(options.tenants)
         noisy = noisy_tenants(options.noisy, names)
         clock = NoisyClock(options.noisy_for_s)

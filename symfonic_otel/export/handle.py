@@ -21,7 +21,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from symfonic_otel.export import lifecycle
+from symfonic_otel.export import lifecycle, sigterm
 from symfonic_otel.export.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
 from symfonic_otel.logs import get_logger
 
@@ -43,7 +43,8 @@ class Telemetry:
     ``force_flush`` and ``shutdown`` run the SDK calls on a helper thread and stop waiting at the
     deadline, because the SDK's own calls can block far longer than asked (a hung collector holds
     an export for the whole OTLP timeout, retries included). ``shutdown`` is idempotent, also runs
-    at interpreter exit, and always closes the Prometheus HTTP server. Use it as a context
+    at interpreter exit (not on SIGTERM: see ``shutdown_on_sigterm``), and always closes the
+    Prometheus HTTP server. Use it as a context
     manager to scope telemetry to a block (tests, scripts, CLI commands).
     """
 
@@ -193,6 +194,17 @@ class Telemetry:
 
     def _shutdown_at_exit(self) -> None:
         self.shutdown(timeout_millis=DEFAULT_TIMEOUT_MS)
+
+    def shutdown_on_sigterm(self, timeout_millis: int = DEFAULT_TIMEOUT_MS) -> None:
+        """Opt-in: on SIGTERM, ``shutdown(timeout_millis)``, then chain to the previous handler.
+
+        Without it SIGTERM (``docker stop``, Kubernetes) ends the process with no flush: the
+        queued spans, the metrics since the last export and the open runs are lost. Call it once,
+        from the main thread. The handler installed before keeps working (it is called after the
+        shutdown); with none, the process still ends as SIGTERM's default would (status 143).
+        """
+        check_timeout(timeout_millis)
+        sigterm.install(self, timeout_millis)
 
     def __enter__(self) -> Telemetry:
         return self

@@ -39,7 +39,13 @@ from symfonic_otel.emit.reader_hook import RENDERS_TENANT_COUNTERS
 from symfonic_otel.emit.tenant_hub import TenantHub
 from symfonic_otel.export.tenant_exposition import TenantExposition
 
-__all__ = ["LatestCollectionReader", "PrometheusEndpoint", "ScrapeCollector", "start_prometheus"]
+__all__ = [
+    "LatestCollectionReader",
+    "PrometheusEndpoint",
+    "PrometheusPortError",
+    "ScrapeCollector",
+    "start_prometheus",
+]
 
 _EOF: Final = b"# EOF\n"
 
@@ -161,6 +167,11 @@ def _response(first: bytes, rest: Generator[bytes, None, None], gzip: bool) -> I
         rest.close()
 
 
+class PrometheusPortError(OSError, ValueError):
+    """The metrics port cannot be bound (busy, or not allowed): an ``OSError`` with the errno,
+    and a ``ValueError`` as it was before."""
+
+
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
@@ -191,8 +202,10 @@ def start_prometheus(
         )
     except OSError as exc:
         reader.shutdown()
-        raise ValueError(
-            f"prometheus_port {port} on prometheus_host {host!r} cannot be bound: {exc}"
+        raise PrometheusPortError(
+            exc.errno or 0,
+            f"prometheus_port {port} on prometheus_host {host!r} cannot be bound: "
+            f"{exc.strerror or exc} (pick another, or 0 for a free one)",
         ) from exc
     thread = threading.Thread(
         target=server.serve_forever, name="symfonic-otel-prometheus", daemon=True

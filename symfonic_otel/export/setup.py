@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -199,10 +200,21 @@ def configure_telemetry(
             and metrics.get_meter_provider() is meter_provider
         )
         if not is_global:
-            log.warning(
-                "symfonic_otel.global_providers_already_set",
-                hint="OpenTelemetry allows setting the global providers once per process; "
-                "pass telemetry.tracer_provider / meter_provider to handlers explicitly",
+            hint = (
+                "OpenTelemetry allows setting the global providers once per process; "
+                "pass telemetry.tracer_provider / meter_provider to handlers explicitly"
+            )
+            log.warning("symfonic_otel.global_providers_already_set", hint=hint)
+            # A programming mistake the caller must see (the log may go nowhere): a warning
+            # at the caller's line, beside the SDK's terse "Overriding ... is not allowed".
+            warnings.warn(
+                "configure_telemetry(): the OpenTelemetry global providers were already set "
+                "(an earlier configure_telemetry or another SDK setup), so this configuration "
+                "is NOT global: handlers built without providers keep using the first one. "
+                "Configure once per process, or pass set_global=False and give "
+                "telemetry.tracer_provider / meter_provider to the handlers.",
+                RuntimeWarning,
+                stacklevel=2,
             )
 
     if prometheus_endpoint is not None:

@@ -19,10 +19,8 @@ and guards shared state with a lock that is never held while calling into the OT
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
-from functools import cache
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Never
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -31,6 +29,9 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
+from symfonic_otel.emit.budget import DEFAULT_MAX_TENANTS
+from symfonic_otel.emit.pricing import ModelPrice
+from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain.extract import RunKey, run_key
 from symfonic_otel.langchain.models import ModelCalls
@@ -38,6 +39,7 @@ from symfonic_otel.langchain.runs import RunTree
 from symfonic_otel.langchain.tools import ToolCalls
 from symfonic_otel.langchain.translate import Translator
 from symfonic_otel.logs import FailureLog
+from symfonic_otel.options import keyword_defaults, unexpected_option
 from symfonic_otel.semconv import OP_CHAT, OP_TEXT_COMPLETION
 
 __all__ = ["LangChainCallbackHandler"]
@@ -51,14 +53,6 @@ else:
         from langgraph.callbacks import GraphCallbackHandler as _HandlerBase
     except Exception:
         _HandlerBase = BaseCallbackHandler
-
-
-@cache
-def _handler_options() -> frozenset[str]:
-    """The keyword options ``OTelCallbackHandler`` takes, read from its signature so a new one
-    passes through with no change here."""
-    parameters = inspect.signature(OTelCallbackHandler.__init__).parameters
-    return frozenset(name for name in parameters if name != "self")
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -77,8 +71,8 @@ class LangChainCallbackHandler(_HandlerBase):
     ``callbacks=``), or called without a graph, its calls are recorded as standalone spans under
     the caller's current span; attached to a sub-graph only, that sub-graph is the agent run.
     Pass ``handler=`` to share one ``OTelCallbackHandler`` (and its open-run registry) with
-    other agents; otherwise one is built from the providers and ``handler_kwargs``
-    (``agent_name``, ``tenant_id``, ...).
+    other agents; otherwise one is built from the providers and the options, which are
+    ``OTelCallbackHandler``'s (``agent_name``, ``tenant_id``, ``max_tenants``...).
     """
 
     run_inline: bool = True
@@ -91,17 +85,42 @@ class LangChainCallbackHandler(_HandlerBase):
         meter_provider: MeterProvider | None = None,
         handler: OTelCallbackHandler | None = None,
         node_spans: bool = False,
-        **handler_kwargs: Any,
+        agent_name: str = "symfonic",
+        tenant_id: str | None = None,
+        capture_content: bool | None = None,
+        max_tenants: int = DEFAULT_MAX_TENANTS,
+        run_ttl_s: float = 3600.0,
+        max_open_runs: int = _DEFAULT_MAX_AGENT_RUNS,
+        pricing: Mapping[str, ModelPrice] | None = None,
+        tenant_from_baggage: bool = False,
+        tenant_idle_s: float = DEFAULT_TENANT_IDLE_S,
+        tenant_histograms: bool = False,
+        clock: Callable[[], float] | None = None,
+        **unexpected: Never,
     ) -> None:
         super().__init__()
+        if unexpected:  # say so here, with the closest option: the user called this class
+            name = next(iter(unexpected))
+            options = keyword_defaults(LangChainCallbackHandler.__init__)
+            raise TypeError(unexpected_option("LangChainCallbackHandler", name, options))
         if not isinstance(node_spans, bool):
             raise TypeError(f"node_spans must be True or False, got {node_spans!r}")
-        unknown = sorted(set(handler_kwargs) - _handler_options())
-        if unknown:  # say so here: the user called this class, not the core handler
-            raise TypeError(
-                f"LangChainCallbackHandler() got an unexpected keyword argument {unknown[0]!r}"
-                f" (its options: handler, node_spans and those of OTelCallbackHandler)"
-            )
+        given: dict[str, Any] = {
+            "agent_name": agent_name,
+            "tenant_id": tenant_id,
+            "capture_content": capture_content,
+            "max_tenants": max_tenants,
+            "run_ttl_s": run_ttl_s,
+            "max_open_runs": max_open_runs,
+            "pricing": pricing,
+            "tenant_from_baggage": tenant_from_baggage,
+            "tenant_idle_s": tenant_idle_s,
+            "tenant_histograms": tenant_histograms,
+            "clock": clock,
+        }
+        # Options left at the core handler's defaults are not passed on (nor clash with handler=).
+        defaults = keyword_defaults(OTelCallbackHandler.__init__)
+        handler_kwargs = {k: v for k, v in given.items() if v != defaults[k]}
         if handler is None:
             handler = OTelCallbackHandler(
                 tracer_provider=tracer_provider, meter_provider=meter_provider, **handler_kwargs
@@ -115,7 +134,7 @@ class LangChainCallbackHandler(_HandlerBase):
                 "pass either handler= or the providers / handler options, not both: "
                 "a shared handler is configured where it is built"
             )
-        max_runs = handler_kwargs.get("max_open_runs", _DEFAULT_MAX_AGENT_RUNS)
+        max_runs = max_open_runs
         self._core = handler
         self._failures = FailureLog()
         self._tree = RunTree(int(max_runs))
