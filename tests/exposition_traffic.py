@@ -4,7 +4,8 @@ Every per-tenant family gets series here: completed, errored, cancelled and paus
 silent-bail reasons, recovered and unrecovered synthesis fallbacks, a fabrication detection,
 tokens and cost on two models, a pass-through stop reason. ``tests/data/exposition.*.txt`` hold
 what the endpoint served for this traffic before the per-tenant counters left the SDK, so the
-new path is held to the old output, family by family and series by series.
+new path is held to the old output, family by family and series by series (the silent-bail
+counter's HELP text since reworded, in the metric and in the recording alike).
 """
 
 from __future__ import annotations
