@@ -11,7 +11,7 @@ from symfonic_otel.events import AgentEndEvent, AgentStartEvent
 # Standard OpenTelemetry variables, read by the official exporters (set them in the deployment;
 # they are set here only to show them).
 os.environ.setdefault("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
-# lowmemory: counters and histograms as deltas, the per-tenant (observable) counters cumulative.
+# lowmemory: counters (the per-tenant ones included) and histograms as deltas.
 os.environ.setdefault("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "lowmemory")
 
 telemetry = configure_telemetry(
