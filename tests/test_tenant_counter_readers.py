@@ -289,3 +289,18 @@ def test_the_per_tenant_bail_panel_asks_for_exemplars() -> None:
         if "sum by (tenant_id) (rate(symfonic_react_silent_bails_total" in target.get("expr", "")
     ]
     assert targets and all(target.get("exemplar") is True for target in targets)
+
+
+def test_a_dropped_provider_and_its_handlers_are_collected() -> None:
+    """The hub of a provider holds nothing that keeps the provider (or its readers) alive."""
+    import gc
+    import weakref
+
+    provider, _, _ = _user_provider()
+    handler = OTelCallbackHandler(meter_provider=provider, tracer_provider=TracerProvider())
+    asyncio.run(play_traffic(handler))
+    gone = weakref.ref(provider)
+    provider.shutdown()
+    del provider, handler
+    gc.collect()
+    assert gone() is None

@@ -41,7 +41,9 @@ class TenantHub:
     def __init__(self) -> None:
         self.stores: list[TenantCounters] = []
         self._lock = threading.Lock()
-        self.attached: object | None = None  # the provider whose readers see this hub
+        # Whether a provider's readers see this hub (a flag, not the provider: ``_hubs`` is keyed
+        # weakly by the provider, which a reference from its own hub would keep alive forever).
+        self.attached = False
         self.fallback = False  # reported through observable counters instead
 
     def add_store(self, store: TenantCounters) -> None:
@@ -95,9 +97,9 @@ class TenantHub:
     def attach(self, provider: object, meter: Meter) -> None:
         """Serve this hub to ``provider``'s readers; observable counters where that fails."""
         with self._lock:
-            if self.attached is not None:
+            if self.attached:
                 return
-            self.attached = provider
+            self.attached = True
         if isinstance(provider, SdkMeterProvider) and reader_hook.install(provider, self):
             return
         get_logger().warning(
@@ -170,7 +172,7 @@ def hub_for(provider: MeterProvider | SdkMeterProvider) -> TenantHub:
         hub = _hubs.get(provider)
         if hub is None:
             hub = _hubs[provider] = TenantHub()
-    if hub.attached is None:
+    if not hub.attached:
         hub.attach(provider, provider.get_meter(semconv.SCOPE_NAME, __version__))
     return hub
 
