@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_support import TOOLS, Recorder, call
 from langchain_core.messages import AIMessage
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
 from symfonic_otel import semconv
 from symfonic_otel.agent import FrameworkConfig, ReactAgent
 from symfonic_otel.testing import InMemoryTelemetry, ScriptedChatModel
+from tests.support.agent_support import TOOLS, Recorder, call
 
 LATENCY_S = 0.2
 

@@ -12,12 +12,12 @@ import asyncio
 from typing import Any
 
 import pytest
-from agent_support import TOOLS, call, turn
 from langchain_core.tools import tool
 
 from symfonic_otel import semconv
 from symfonic_otel.agent import ReactAgent
 from symfonic_otel.testing import InMemoryTelemetry, ScriptedChatModel
+from tests.support.agent_support import TOOLS, call, turn
 
 INTERRUPTS = [asyncio.CancelledError, KeyboardInterrupt]
 RUNS = semconv.AGENT_RUNS.name

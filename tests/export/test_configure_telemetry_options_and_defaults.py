@@ -43,7 +43,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from symfonic_otel.export.exporters import DEFAULT_OTLP_METRIC_BATCH
 from symfonic_otel.export.handle import Telemetry
 from symfonic_otel.export.setup import configure_telemetry
-from tests.otlp_receiver import refused_endpoint
+from tests.support.otlp_receiver import refused_endpoint
 
 
 @pytest.fixture(autouse=True)

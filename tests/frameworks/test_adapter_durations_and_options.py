@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from agents import Agent, Runner, function_tool, set_trace_processors
-from openai_agents_support import ScriptedModel
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -20,6 +19,7 @@ from symfonic_otel import semconv
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.pydantic_ai import SymfonicCapability
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.openai_agents_support import ScriptedModel
 
 PAUSE_S = 0.2
 SLOW = 'call:slow_lookup:{"q": "weather"}'

@@ -4,13 +4,13 @@ latency, and the per-agent child-run cap at exactly its value and one below what
 from __future__ import annotations
 
 import pytest
-from langchain_support import add, react_agent, scripted_agent, tool_turn
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
 from symfonic_otel import semconv
 from symfonic_otel.langchain import LangChainCallbackHandler, run_book
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.langchain_support import add, react_agent, scripted_agent, tool_turn
 
 LATENCY_S = 0.2
 
