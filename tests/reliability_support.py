@@ -1,0 +1,10 @@
+"""Moved to ``tests/support/reliability_support.py``; this name keeps older imports working.
+
+Import ``tests.support.<module>`` in new tests. The alias is one module object, so both
+names share their state."""
+
+import sys
+
+from tests.support import reliability_support
+
+sys.modules[__name__] = reliability_support
