@@ -1,9 +1,6 @@
-"""The handler's limits exactly at their value and one past it, its attribute-set cache fed
-keys that differ in one field only, and fan-outs over several items or collaborators.
-
-The cases far from an edge, with one key or one item, are covered where each feature is; these
-pin the edges a one-character slip would move.
-"""
+"""The handler's limits exactly at their value and one past it: detail pools, id and duration
+caps, captured content, open tool calls, run TTL, token counts, price-table matches, loop
+windows."""
 
 from __future__ import annotations
 
@@ -14,10 +11,9 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN
-from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
-from symfonic_otel.agent import FrameworkConfig, ReactAgent
+from symfonic_otel.agent import FrameworkConfig
 from symfonic_otel.agent.termination import tools_condition
 from symfonic_otel.core.runs import OpenRun, RunRegistry
 from symfonic_otel.core.steps import MAX_STEPS_PER_RUN
@@ -26,31 +22,19 @@ from symfonic_otel.emit.pricing import DEFAULT_PRICES, PriceTable
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
-    AskUserQuestionEvent,
     LLMEndEvent,
-    ReactLoopEndEvent,
     ToolCallStartEvent,
     ToolResultEvent,
 )
 from symfonic_otel.read import content_json
 from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.read.sanitise import MAX_CALL_MS, MAX_ID_BYTES
-from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.agent_support import TOOLS, call, turn
+from tests.support.agent_support import call, turn
 
 DROPS = "symfonic.telemetry.dropped_events"
 REASON = semconv.TELEMETRY_DROP_REASON
 USAGE = {"input_tokens": 3, "output_tokens": 2}
-
-
-def _series(telemetry: InMemoryTelemetry, name: str, *keys: str) -> dict[tuple[Any, ...], float]:
-    return {
-        tuple(attributes.get(key) for key in keys): (
-            value if isinstance(value, int | float) else value.count
-        )
-        for attributes, value in telemetry.points(name)
-    }
 
 
 # --- limits: at the value and one past -------------------------------------------------------
@@ -238,151 +222,3 @@ def test_captured_history_keeps_exactly_the_message_cap(count: int, truncated: b
     kept = [m["parts"][0]["content"] for m in json.loads(messages)]
     assert (len(kept), cut) == (min(count, MESSAGES), truncated)
     assert kept[-1] == f"m{count - 1}"  # the newest are the ones kept
-
-
-# --- the attribute-set cache: keys that differ in one field ----------------------------------
-
-
-def test_runs_counter_keeps_paused_and_unpaused_runs_apart(telemetry: InMemoryTelemetry) -> None:
-    handler = telemetry.handler(tenant_id="acme")
-    handler.agent_start(AgentStartEvent("q", "streamed"))  # answer unknown: no empty flag
-    handler.agent_end(AgentEndEvent("streamed", None, 1.0, 1))
-    handler.agent_start(AgentStartEvent("q", "waiting"))
-    handler.ask_user_question(AskUserQuestionEvent("Which warehouse?", run_id="waiting"))
-    handler.agent_end(AgentEndEvent("waiting", None, 1.0, 1))
-    series = _series(telemetry, semconv.AGENT_RUNS.name, semconv.RUN_OUTCOME, semconv.RUN_PAUSED)
-    assert series == {("completed", None): 1, ("completed", True): 1}
-
-
-def test_silent_bails_are_counted_per_termination_reason(telemetry: InMemoryTelemetry) -> None:
-    handler = telemetry.handler(tenant_id="acme")
-    reasons = ["tool_calls_with_no_text", "no_content_no_tool_calls", "tool_calls_with_no_text"]
-    for index, reason in enumerate(reasons):
-        run_id = f"r{index}"
-        handler.agent_start(AgentStartEvent("q", run_id))
-        handler.react_loop_end(ReactLoopEndEvent(run_id, 2, "str", False, 0, reason))  # type: ignore[arg-type]
-        handler.agent_end(AgentEndEvent(run_id, "", 1.0, 1))
-    series = _series(telemetry, semconv.SILENT_BAILS.name, semconv.REACT_TERMINATION_REASON)
-    assert series == {("tool_calls_with_no_text",): 2, ("no_content_no_tool_calls",): 1}
-
-
-def test_drops_of_one_event_kind_are_counted_per_reason(telemetry: InMemoryTelemetry) -> None:
-    handler = telemetry.handler()
-    handler.agent_end(AgentEndEvent("never-started", "a", 1.0, 1))  # unknown_run
-    handler.agent_start(AgentStartEvent("q", "r"))
-    handler.agent_end(AgentEndEvent("r", "a", 1.0, 1))
-    handler.agent_end(AgentEndEvent("r", "a", 1.0, 1))  # duplicate
-    handler.agent_end(AgentEndEvent("", "a", 1.0, 1))  # malformed: no run id
-    series = _series(telemetry, DROPS, semconv.TELEMETRY_EVENT, REASON)
-    assert series == {
-        ("agent_end", "unknown_run"): 1,
-        ("agent_end", "duplicate"): 1,
-        ("agent_end", "malformed"): 1,
-    }
-
-
-def test_tool_durations_of_one_tool_keep_failures_apart(telemetry: InMemoryTelemetry) -> None:
-    handler = telemetry.handler()
-    handler.agent_start(AgentStartEvent("q", "r"))
-    for index, error in enumerate([None, "TimeoutError", None]):
-        call_id = f"t{index}"
-        handler.tool_call_start(ToolCallStartEvent(call_id, "search", run_id="r"))
-        handler.tool_result(
-            ToolResultEvent(
-                call_id, "search", is_error=error is not None, run_id="r", error_type=error
-            )
-        )
-    handler.agent_end(AgentEndEvent("r", "a", 1.0, 1))
-    series = _series(telemetry, semconv.EXECUTE_TOOL_DURATION.name, semconv.ERROR_TYPE)
-    assert series == {(None,): 2, ("TimeoutError",): 1}
-
-
-def test_call_durations_of_one_model_keep_failures_apart(telemetry: InMemoryTelemetry) -> None:
-    handler = telemetry.handler()
-    for error in (None, "RateLimitError", None):
-        handler.llm_end(
-            LLMEndEvent(
-                "gpt-4o",
-                "x",
-                USAGE,
-                duration_ms=5.0,
-                outcome="error" if error else "completed",
-                error_type=error,
-            ),
-            error_type=error,
-        )
-    series = _series(telemetry, semconv.CLIENT_OPERATION_DURATION.name, semconv.ERROR_TYPE)
-    assert series == {(None,): 2, ("RateLimitError",): 1}
-
-
-def test_cost_series_of_one_model_keep_unknown_pricing_apart(telemetry: InMemoryTelemetry) -> None:
-    handler = telemetry.handler()
-    for flag in (False, True, False):
-        handler.llm_end(LLMEndEvent("gpt-4o", "x", USAGE, pricing_unknown=flag))
-    points = telemetry.points(semconv.LLM_COST.name, include_zeros=True)
-    assert sorted(a[semconv.LLM_PRICING_UNKNOWN] for a, _ in points) == [False, True]
-
-
-# --- fan-outs: several items, several collaborators ------------------------------------------
-
-
-def test_every_open_tool_span_ends_with_its_run(telemetry: InMemoryTelemetry) -> None:
-    handler = telemetry.handler()
-    handler.agent_start(AgentStartEvent("q", "r"))
-    for index in range(3):
-        handler.tool_call_start(ToolCallStartEvent(f"t{index}", "search", run_id="r"))
-    handler.agent_end(AgentEndEvent("r", "a", 1.0, 1))
-    tools = [s for s in telemetry.spans() if s.name.startswith("execute_tool")]
-    assert len(tools) == 3 and all(s.end_time is not None for s in tools)
-    assert telemetry.unended_spans == []
-
-
-def test_every_run_past_its_ttl_is_closed_at_once(telemetry: InMemoryTelemetry) -> None:
-    import time
-
-    handler = telemetry.handler(run_ttl_s=0.5)
-    for index in range(3):
-        handler.agent_start(AgentStartEvent("q", f"r{index}"))
-    time.sleep(0.6)
-    assert handler.expire_runs() == 3
-    assert handler.open_runs == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 3
-
-
-def test_every_run_past_its_ttl_is_abandoned_when_the_next_run_starts(
-    telemetry: InMemoryTelemetry,
-) -> None:
-    import time
-
-    handler = telemetry.handler(run_ttl_s=0.5)
-    for index in range(3):
-        handler.agent_start(AgentStartEvent("q", f"old{index}"))
-    time.sleep(0.6)
-    handler.agent_start(AgentStartEvent("q", "new"))  # finds the three stale runs on its way in
-    assert handler.open_runs == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 3
-    assert telemetry.value("symfonic.telemetry.orphaned_runs") == 3
-    handler.agent_end(AgentEndEvent("new", "a", 1.0, 1))
-
-
-class _Raises:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def on_agent_start(self, event: Any) -> None:
-        self.calls += 1
-        raise RuntimeError("handler bug")
-
-
-async def test_each_raising_callback_handler_gets_its_own_log_line() -> None:
-    first, second = _Raises(), _Raises()
-    agent = ReactAgent(
-        ScriptedChatModel([turn("ok", finish="stop")] * 2), TOOLS, callbacks=[first, second]
-    )
-    with capture_logs() as logs:
-        await agent.run("q", run_id="run-1")
-        await agent.run("q", run_id="run-2")
-    lines = [entry for entry in logs if entry["event"].startswith("callback handler raised")]
-    assert (first.calls, second.calls) == (2, 2)  # both are called every time
-    assert len(lines) == 2  # once per handler and kind, not once per kind
-    assert {line["run_id"] for line in lines} == {"run-1"}
