@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -128,3 +129,33 @@ def test_pydantic_ai_an_interrupted_run_re_raises_and_ends_cancelled(
     with pytest.raises(exc):
         asyncio.run(agent.run("What is the weather?"))
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_openai_agents_an_interrupt_in_the_handler_passes_through_the_processor(
+    monkeypatch: pytest.MonkeyPatch, exc: type[BaseException]
+) -> None:
+    memory = InMemoryTelemetry()
+    processor = SymfonicTracingProcessor(handler=memory.handler())
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise exc()
+
+    monkeypatch.setattr(processor.handler, "agent_start", interrupted)
+    task = SimpleNamespace(
+        span_data=SimpleNamespace(type="task"),
+        span_id="task1",
+        trace_id="trace1",
+        parent_id=None,
+        started_at=None,
+        ended_at=None,
+        trace_metadata=None,
+        error=None,
+    )
+    agent = SimpleNamespace(**{**vars(task), "span_id": "agent1", "parent_id": "task1"})
+    agent.span_data = SimpleNamespace(type="agent", name="helper")
+    with pytest.raises(exc):
+        processor.on_span_start(task)  # type: ignore[arg-type]
+        processor.on_span_start(agent)  # type: ignore[arg-type]
+    processor.shutdown()
+    memory.shutdown()
