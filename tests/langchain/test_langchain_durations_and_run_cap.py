@@ -3,6 +3,8 @@ latency, and the per-agent child-run cap at exactly its value and one below what
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
@@ -70,3 +72,21 @@ def test_child_runs_are_tracked_up_to_the_cap_exactly(
         assert "invoke_agent symfonic" in names
         assert names != FULL_RUN
         assert len(names) < len(FULL_RUN)
+
+
+class _InterruptedOnRead:
+    """A tool output whose ``status`` is read while the user presses Ctrl-C."""
+
+    @property
+    def status(self) -> str:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_while_reading_a_payload_passes_through_the_adapter() -> None:
+    memory = InMemoryTelemetry()
+    handler = LangChainCallbackHandler(handler=memory.handler())
+    run_id = uuid.uuid4()
+    handler.on_tool_start({"name": "add"}, "1 + 2", run_id=run_id, inputs={"a": 1, "b": 2})
+    with pytest.raises(KeyboardInterrupt):
+        handler.on_tool_end(_InterruptedOnRead(), run_id=run_id)
+    memory.shutdown()
