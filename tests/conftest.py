@@ -10,10 +10,10 @@ from types import CodeType
 from typing import Final
 
 import pytest
-from langchain_support import DetachErrors
 
 from symfonic_otel.langchain import LangChainCallbackHandler
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.langchain_support import DetachErrors
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def is_live(obj: object, seen: set[int] | None = None) -> bool:
             source = inspect.getsourcefile(current)  # type: ignore[arg-type]
         except TypeError:  # built-in, or a C-level wrapper
             source = None
-        if source is None or Path(source).resolve().parent != _TESTS_DIR:
+        if source is None or _TESTS_DIR not in Path(source).resolve().parents:
             if getattr(current, "__name__", None) in _LIVE_NAMES:
                 return True
             continue  # library code: its own names say nothing about the test

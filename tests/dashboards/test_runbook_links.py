@@ -1,0 +1,79 @@
+"""Every runbook link of the exported rules resolves, in the exported folder and the docs site."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml  # type: ignore[import-untyped, unused-ignore]
+
+from symfonic_otel import dashboards
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = "{{ with $externalLabels.runbook_base_url }}{{ . }}/{{ end }}"
+RULE_FILES = ("prometheus/symfonic-rules.yml", "prometheus/symfonic-rules-unrecovered-page.yml")
+SITE = "https://docs.example.com/symfonic-otel"
+
+
+def _runbook_urls(folder: Path) -> dict[str, str]:
+    urls = {}
+    for name in RULE_FILES:
+        for group in yaml.safe_load((folder / name).read_text())["groups"]:
+            for rule in group["rules"]:
+                if "alert" in rule:
+                    urls[rule["alert"]] = rule["annotations"]["runbook_url"]
+    return urls
+
+
+def _render(template: str, base: str | None) -> str:
+    """The one template the rules use: ``{{ with <label> }}{{ . }}/{{ end }}`` then a path."""
+    assert template.startswith(BASE), template
+    return (f"{base}/" if base else "") + template.removeprefix(BASE)
+
+
+def test_every_exported_runbook_url_opens_the_alerts_runbook(tmp_path: Path) -> None:
+    out = tmp_path / "ops"
+    dashboards.export(out)
+    urls = _runbook_urls(out)
+    assert len(urls) >= 13
+    for alert, template in urls.items():
+        # Unset runbook_base_url: the relative link, against the exported folder.
+        page = out / _render(template, None) / "README.md"
+        assert page.is_file(), f"{alert}: {page} missing"
+        assert page.read_text().splitlines()[0] == f"# {alert}"
+        # runbook_base_url at the exported folder (file URL) or at the docs site: same path.
+        assert _render(template, out.as_uri()) == f"{out.as_uri()}/runbooks/{alert}/"
+        site_url = _render(template, SITE)
+        docs_page = ROOT / "docs" / f"{site_url.removeprefix(SITE + '/').rstrip('/')}.md"
+        assert docs_page.is_file(), f"{alert}: {site_url} is no page of the docs site"
+
+
+def test_exported_runbooks_link_only_to_exported_files(tmp_path: Path) -> None:
+    out = tmp_path / "ops"
+    dashboards.export(out)
+    pages = sorted((out / "runbooks").rglob("*.md"))
+    assert len(pages) == len(list((ROOT / "docs" / "runbooks").glob("*.md")))
+    checked = 0
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            assert "://" not in target, (page, target)
+            path = (page.parent / target.split("#")[0]).resolve()
+            assert path.is_file(), f"{page.relative_to(out)} links to missing {target}"
+            checked += 1
+    assert checked >= 13  # the index lists every page; pages link each other
+    index = (out / "runbooks" / "README.md").read_text()
+    assert "[SymfonicSilentBailBudgetBurn](SymfonicSilentBailBudgetBurn/README.md)" in index
+    # A link to a docs page that is not exported stays readable, as text with its path.
+    burn = (out / "runbooks" / "SymfonicSilentBailBudgetBurn" / "README.md").read_text()
+    assert "(`docs/step-caps.md` in the symfonic-otel repository)" in burn
+
+
+def test_shipped_comments_describe_the_links_the_rules_give() -> None:
+    """No shipped file describes the old README.md#<alert> links or a runbook section."""
+    for path in (ROOT / "dashboards").rglob("*"):
+        if path.is_file() and path.suffix in {".yml", ".yaml", ".md"}:
+            text = path.read_text()
+            assert "README.md#" not in text, path
+            assert "runbook section" not in text, path
+    rules = (ROOT / "dashboards" / "prometheus" / "symfonic-rules.yml").read_text()
+    assert "runbooks/<alert>/README.md" in rules

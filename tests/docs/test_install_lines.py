@@ -1,0 +1,228 @@
+"""Every README and guide example runs after the install line its page shows.
+
+Fast check: the distributions the shown line installs (the package's requirements plus the
+extra's, closed over the requirements of what is installed here) provide every module the
+example imports. The live check installs the package with an extra into a fresh virtualenv
+(no system site packages) and runs the README's LangChain example there.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs" / "examples"
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+# (page, example, the install line the page shows, extra, packages the line names besides).
+SHOWN = [
+    ("README.md", "symfonic_events.py", "pip install -e .", None, ()),
+    ("README.md", "react_agent.py", "pip install -e .", None, ()),
+    ("README.md", "langchain_agent.py", "pip install -e '.[langchain]'", "langchain", ()),
+    ("README.md", "instrumented_app.py", "pip install -e '.[instrument]'", "instrument", ()),
+    ("README.md", "prometheus_export.py", "pip install -e .", None, ()),
+    ("README.md", "otlp_export.py", "pip install -e .", None, ()),
+    ("docs/getting-started.md", "react_agent.py", "pip install -e .", None, ()),
+    (
+        "docs/guides/langchain.md",
+        "langchain_agent.py",
+        "pip install -e '.[langchain]'",
+        "langchain",
+        (),
+    ),
+    (
+        "docs/guides/instrumentor.md",
+        "instrumented_app.py",
+        "pip install -e '.[instrument]'",
+        "instrument",
+        (),
+    ),
+    (
+        "docs/guides/instrumentor.md",
+        "instrumentor_in_code.py",
+        "pip install -e '.[instrument]'",
+        "instrument",
+        (),
+    ),
+    ("docs/step-caps.md", "step_caps.py", "pip install -e '.[langchain]'", "langchain", ()),
+    (
+        "docs/frameworks/openai-agents.md",
+        "openai_agents_setup.py",
+        "pip install -e '.[openai-agents]'",
+        "openai-agents",
+        (),
+    ),
+    (
+        "docs/frameworks/openai-agents.md",
+        "openai_agents_bail.py",
+        "pip install -e '.[openai-agents]'",
+        "openai-agents",
+        (),
+    ),
+    (
+        "docs/frameworks/pydantic-ai.md",
+        "pydantic_ai_setup.py",
+        "pip install -e '.[pydantic-ai]'",
+        "pydantic-ai",
+        (),
+    ),
+    (
+        "docs/frameworks/pydantic-ai.md",
+        "pydantic_ai_bail.py",
+        "pip install -e '.[pydantic-ai]'",
+        "pydantic-ai",
+        (),
+    ),
+    (
+        "docs/frameworks/span-processor.md",
+        "span_processor_pydantic_ai.py",
+        "pip install -e '.[pydantic-ai]'",
+        "pydantic-ai",
+        (),
+    ),
+    (
+        "docs/frameworks/span-processor.md",
+        "span_processor_langgraph.py",
+        "pip install -e '.[langchain]' opentelemetry-instrumentation-langchain",
+        "langchain",
+        ("opentelemetry-instrumentation-langchain",),
+    ),
+]
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[-_.]+", "-", text).lower()
+
+
+def installed_by(extra: str | None, extra_packages: tuple[str, ...] = ()) -> set[str]:
+    """Distribution names a pip install of the package (with ``extra``) brings in."""
+    wanted = [Requirement(r) for r in PROJECT["dependencies"]]
+    if extra is not None:
+        wanted += [Requirement(r) for r in PROJECT["optional-dependencies"][extra]]
+    wanted += [Requirement(p) for p in extra_packages]
+    seen: set[str] = set()
+    while wanted:
+        requirement = wanted.pop()
+        name = _name(requirement.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(requirement.name) or []
+        except metadata.PackageNotFoundError:
+            continue  # named but not installed here: its own requirements are not followed
+        for text in requires:
+            sub = Requirement(text)
+            extras = requirement.extras or {""}
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in extras):
+                wanted.append(sub)
+    return seen
+
+
+def missing_imports(example: str, available: set[str]) -> list[str]:
+    """Top-level modules the example imports that no distribution in ``available`` provides."""
+    tree = ast.parse((EXAMPLES / example).read_text())
+    modules = {
+        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0)
+        for alias in node.names
+        if isinstance(node, ast.Import) or node.module
+    }
+    providers = metadata.packages_distributions()
+    missing = []
+    for module in sorted(modules - set(sys.stdlib_module_names) - {"__future__", "symfonic_otel"}):
+        if not {_name(d) for d in providers.get(module, [])} & available:
+            missing.append(module)
+    return missing
+
+
+@pytest.mark.parametrize(
+    ("page", "example", "line", "extra", "packages"), SHOWN, ids=lambda v: str(v)
+)
+def test_the_page_shows_an_install_line_that_brings_every_import(
+    page: str, example: str, line: str, extra: str | None, packages: tuple[str, ...]
+) -> None:
+    text = (ROOT / page).read_text()
+    assert line in text, f"{page} does not show {line!r}"
+    code = (EXAMPLES / example).read_text().strip()
+    assert example in text or code in text, f"{page} shows no {example}"  # by name, or verbatim
+    assert missing_imports(example, installed_by(extra, packages)) == []
+
+
+def test_the_check_catches_a_missing_extra() -> None:
+    """The LangChain example after the bare install lacks langchain: the bug this prevents."""
+    assert "langchain" in missing_imports("langchain_agent.py", installed_by(None))
+    assert "pydantic_ai" in missing_imports("pydantic_ai_setup.py", installed_by("langchain"))
+
+
+def test_the_instrument_extra_brings_the_distro() -> None:
+    """``opentelemetry-instrument`` sets the SDK up only with a distro installed."""
+    assert "opentelemetry-distro" in installed_by("instrument")
+    assert "opentelemetry-distro" not in installed_by("langchain")
+    shown = (EXAMPLES / "instrumentor.sh").read_text()
+    assert "opentelemetry-instrument " in shown
+    assert "opentelemetry-instrumentation" in installed_by(None)  # provides the command
+
+
+@pytest.mark.timeout(1800)  # resolves and installs every dependency: minutes on a busy machine
+def test_a_fresh_virtualenv_runs_the_langchain_example_after_its_install_line(
+    tmp_path: Path,
+) -> None:
+    """The real thing: a new virtualenv, no system site packages, the README's line, the run."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    source = tmp_path / "checkout"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(".git", ".venv", "site", "__pycache__", "*.egg-info"),
+    )
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--prefer-binary", f"{source}[langchain]"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1500,
+        check=False,
+    )
+    if install.returncode != 0 and not os.environ.get("CI"):
+        pytest.skip(f"no package index reachable: {install.stderr[-300:]}")
+    assert install.returncode == 0, install.stderr
+    run = subprocess.run(
+        [str(python), str(EXAMPLES / "langchain_agent.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,  # not the checkout: the installed package is what is imported
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "It is sunny in Paris." in run.stdout
+    # The installed wheel carries the runbooks its rules link to.
+    export = subprocess.run(
+        [str(venv / "bin" / "symfonic-otel"), "dashboards", "export", str(tmp_path / "ops")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert export.returncode == 0, export.stderr
+    page = tmp_path / "ops" / "runbooks" / "SymfonicSilentBailBudgetBurn" / "README.md"
+    assert page.read_text().startswith("# SymfonicSilentBailBudgetBurn")

@@ -1,0 +1,47 @@
+"""An exemplar whose value sits on a bucket boundary belongs to that bucket."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CollectorRegistry
+
+from symfonic_otel import OTelCallbackHandler, semconv
+from symfonic_otel.events import AgentEndEvent, AgentStartEvent
+from symfonic_otel.export.prometheus import LatestCollectionReader, ScrapeCollector
+
+# --- exemplars: a value on a bucket boundary belongs to that bucket ---------------------------
+
+
+def _exemplar_buckets(registry: CollectorRegistry, family: str) -> dict[str, float]:
+    """``le`` of each bucket sample of ``family`` that carries an exemplar, with its value."""
+    found = {}
+    for metric in registry.collect():
+        if metric.name != family:
+            continue
+        for sample in metric.samples:
+            if sample.name.endswith("_bucket") and sample.exemplar is not None:
+                found[sample.labels["le"]] = sample.exemplar.value
+    return found
+
+
+@pytest.mark.parametrize("seconds", [2.56, 2.5600001, 0.01])
+def test_exemplar_on_a_bucket_boundary_sits_on_that_bucket(seconds: float) -> None:
+    families = CollectorRegistry(auto_describe=True)
+    reader = LatestCollectionReader(families)
+    served = CollectorRegistry()
+    served.register(ScrapeCollector(families, reader))
+    meter_provider = MeterProvider(metric_readers=[reader])
+    tracer_provider = TracerProvider()
+    handler = OTelCallbackHandler(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    try:
+        handler.agent_start(AgentStartEvent("q", "r"))
+        handler.agent_end(AgentEndEvent("r", "a", seconds * 1000.0, 1))
+        buckets = _exemplar_buckets(served, "gen_ai_invoke_agent_duration_seconds")
+    finally:
+        meter_provider.shutdown()
+        tracer_provider.shutdown()
+    # Prometheus buckets are ``le``: a value equal to a bound is counted in that bound's bucket.
+    bound = next(b for b in semconv.AGENT_DURATION_BUCKETS if seconds <= b)
+    assert buckets == {str(bound): pytest.approx(seconds)}

@@ -1,0 +1,59 @@
+"""At shutdown every handler's runs close, though one handler's close raises."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from symfonic_otel import OTelCallbackHandler
+from symfonic_otel.events import AgentStartEvent
+from symfonic_otel.export import lifecycle
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+
+# --- shutdown: every handler's runs close, though one handler's close raises ------------------
+
+
+class _BrokenHandler:
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def exports_to(self, tracer_provider: object, meter_provider: object, is_global: bool) -> bool:
+        return True
+
+    def close_open_runs(self) -> int:
+        self.asked += 1
+        raise RuntimeError("close failed")
+
+
+@pytest.fixture
+def three_handlers(telemetry: InMemoryTelemetry) -> Iterator[list[OTelCallbackHandler]]:
+    handlers = [telemetry.handler() for _ in range(3)]
+    for index, handler in enumerate(handlers):
+        handler.agent_start(AgentStartEvent("q", f"run-{index}"))
+    yield handlers
+    for handler in handlers:
+        handler.close_open_runs()
+
+
+@pytest.mark.parametrize("broken_at", [0, 1, 2, 3])
+@pytest.mark.parametrize("closer", ["close_runs_of", "close_all"])
+def test_every_handler_closes_its_runs_though_one_close_raises(
+    telemetry: InMemoryTelemetry,
+    three_handlers: list[OTelCallbackHandler],
+    monkeypatch: pytest.MonkeyPatch,
+    broken_at: int,
+    closer: str,
+) -> None:
+    broken = _BrokenHandler()
+    ordered: list[Any] = list(three_handlers)
+    ordered.insert(broken_at, broken)
+    monkeypatch.setattr(lifecycle, "_handlers", ordered)  # iteration order under test control
+    if closer == "close_runs_of":
+        closed = lifecycle.close_runs_of(telemetry.tracer_provider, telemetry.meter_provider, False)
+    else:
+        closed = lifecycle.close_all()
+    assert closed == 3 and broken.asked == 1
+    assert [h.open_runs for h in three_handlers] == [0, 0, 0]
+    assert telemetry.value("symfonic.agent.runs", {"symfonic.run.outcome": "abandoned"}) == 3

@@ -1,0 +1,113 @@
+"""Live: the framework adapters -> a real Prometheus with the shipped rules -> the page.
+
+Three tenants run real agents with scripted models: one on the OpenAI Agents SDK keeps calling
+tools until ``max_turns``, one on Pydantic AI until ``UsageLimits(request_limit=...)``, and one
+answers on both frameworks. Prometheus scrapes the ``configure_telemetry`` endpoint and
+evaluates the shipped rules (every window and ``for:`` divided by ``FACTOR``): the silent-bail
+page fires for the two bailing tenants, never for the one that answers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from agents import MaxTurnsExceeded, Runner, set_trace_processors
+from pydantic_ai import Agent, UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import UsageLimits
+
+from symfonic_otel import OTelCallbackHandler, tenant_scope
+from symfonic_otel.export.setup import configure_telemetry
+from symfonic_otel.openai_agents import SymfonicTracingProcessor
+from symfonic_otel.pydantic_ai import SymfonicCapability
+from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
+from tests.support.live_traffic_support import paged, traffic
+from tests.support.prometheus_support import PrometheusServer, require_binary
+
+FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
+PAUSE_S = 0.2  # between rounds: ~4 runs per second per tenant, 20 runs within seconds
+AGENTS_BAILER, PYDANTIC_BAILER, STEADY = "agents-bailer", "pydantic-bailer", "steady"
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _pydantic_model(answer: bool) -> FunctionModel:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if answer and len(messages) > 2:
+            return ModelResponse(parts=[TextPart("It is sunny.")])
+        return ModelResponse(parts=[ToolCallPart("lookup", {"q": "weather"})])
+
+    return FunctionModel(model, model_name="scripted")
+
+
+def _pydantic_agent(handler: OTelCallbackHandler, answer: bool) -> Agent[None, str]:
+    agent: Agent[None, str] = Agent(
+        _pydantic_model(answer), name="helper", capabilities=[SymfonicCapability(handler=handler)]
+    )
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        return f"result for {q}"
+
+    return agent
+
+
+def _round(handler: OTelCallbackHandler) -> None:
+    """One run per tenant (two for the steady one: one per framework)."""
+    with tenant_scope(AGENTS_BAILER), pytest.raises(MaxTurnsExceeded):
+        Runner.run_sync(agents_agent(looping()), "q", max_turns=2)
+    with tenant_scope(PYDANTIC_BAILER), pytest.raises(UsageLimitExceeded):
+        _pydantic_agent(handler, answer=False).run_sync(
+            "q", usage_limits=UsageLimits(request_limit=2)
+        )
+    with tenant_scope(STEADY):
+        assert Runner.run_sync(agents_agent(answering()), "q", max_turns=5).final_output
+        assert _pydantic_agent(handler, answer=True).run_sync("q").output
+
+
+def test_the_page_fires_for_the_bailing_tenants_of_both_frameworks_only(tmp_path: Path) -> None:
+    require_binary("prometheus")
+    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
+    assert pages, "no shipped alert pages on the silent-bail rate"
+    rules = tmp_path / "symfonic-rules.live.yml"
+    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
+
+    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
+    handler = OTelCallbackHandler(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+    )
+    processor = SymfonicTracingProcessor(handler=handler)
+    set_trace_processors([processor])
+    fired: set[str] = set()
+    ever: set[str] = set()
+    try:
+        with (
+            PrometheusServer(
+                tmp_path / "prometheus",
+                scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
+                rule_files=[rules],
+            ) as prom,
+            traffic(lambda: _round(handler), PAUSE_S) as errors,
+        ):
+            assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
+
+            def both_fired() -> bool:
+                ever.update(paged(prom, pages, ("pending", "firing")))
+                fired.update(paged(prom, pages, ("firing",)))
+                return errors != [] or {AGENTS_BAILER, PYDANTIC_BAILER} <= fired
+
+            assert prom.wait_for(both_fired, timeout_s=120, interval_s=1.0), (
+                f"fired: {sorted(fired)}; alerts: {prom.alerts()}"
+            )
+            assert errors == []
+    finally:
+        set_trace_processors([])
+        telemetry.shutdown(timeout_millis=5_000)
+    assert STEADY not in ever
+    assert processor.internal_failures() == {}
+    counts: dict[str, Any] = {"fired": sorted(fired), "ever": sorted(ever)}
+    print(counts)

@@ -1,0 +1,314 @@
+"""The LlamaIndex adapter, on real LlamaIndex agents with a scripted model (no network).
+
+``SymfonicLlamaIndex`` adds span and event handlers to LlamaIndex's instrumentation dispatcher.
+``max_iterations`` with ``early_stopping_method="force"`` (the default) raises
+``WorkflowRuntimeError``: a silent bail, outcome ``error``. With ``"generate"`` the agent makes
+one more model call and returns its text: a silent bail followed by one synthesis fallback,
+recovered when the call produced text. An answer on the last turn the budget lets through is an
+answer. ``FunctionAgent``, ``ReActAgent`` and ``AgentWorkflow``, awaited or streamed, with a
+streaming or a plain model, give the same verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+from bail_support import assert_raised_step_cap, bails_of
+from tests.support.fallback_support import FALLBACKS, RUN_SPAN, assert_answered, assert_forced_answer
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.tools import FunctionTool
+from tests.support.llama_index_support import (
+    ANSWER,
+    BUDGET,
+    FORCED,
+    KINDS,
+    MODES,
+    Script,
+    agent,
+    answering,
+    instrumented,
+    looping,
+    priced_agent,
+    run,
+)
+from workflows.errors import WorkflowRuntimeError
+
+from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel.emit.pricing import ModelPrice
+from symfonic_otel.llama_index import SymfonicLlamaIndex
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_default_force_cap_raises_and_is_a_silent_bail_for_its_tenant(
+    telemetry: InMemoryTelemetry, kind: str, mode: str
+) -> None:
+    workflow, script = agent(kind, looping())
+    with instrumented(telemetry), tenant_scope("acme"):
+        _, error = run(workflow, mode)
+    assert isinstance(error, WorkflowRuntimeError)
+    assert script.calls == BUDGET
+    assert_raised_step_cap(telemetry, "acme", "WorkflowRuntimeError")
+    assert telemetry.value(FALLBACKS) == 0
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_generate_cap_answers_normally_and_is_a_bail_with_one_recovered_fallback(
+    telemetry: InMemoryTelemetry, kind: str, mode: str, streaming: bool
+) -> None:
+    workflow, script = agent(kind, looping(), streaming=streaming)
+    with instrumented(telemetry), tenant_scope("acme"):
+        result, error = run(workflow, mode, early_stopping_method="generate")
+    assert error is None
+    assert FORCED in str(result)
+    assert script.calls == BUDGET + 1  # the forced answer is one more model call
+    assert_forced_answer(telemetry, "acme", recovered=True)
+
+
+def test_a_blank_forced_answer_is_a_fallback_that_did_not_recover(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    workflow, _ = agent("function", ["tool"] * BUDGET + [""])
+    with instrumented(telemetry), tenant_scope("acme"):
+        _, error = run(workflow, early_stopping_method="generate")
+    assert error is None
+    assert_forced_answer(telemetry, "acme", recovered=False)
+
+
+def test_a_forced_answer_call_that_raises_is_a_bail_and_a_fallback_that_did_not_recover(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    workflow, _ = agent("function", ["tool"] * BUDGET + ["raise"])
+    with instrumented(telemetry), tenant_scope("acme"):
+        _, error = run(workflow, early_stopping_method="generate")
+    assert isinstance(error, RuntimeError)
+    assert_forced_answer(telemetry, "acme", recovered=False, outcome="error")
+
+
+@pytest.mark.parametrize("method", ["force", "generate"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_answer_on_the_last_turn_the_budget_lets_through_is_no_bail(
+    telemetry: InMemoryTelemetry, kind: str, mode: str, method: str
+) -> None:
+    # max_iterations=3: LlamaIndex caps at the 3rd parsed turn, so the 2nd is the last allowed.
+    workflow, script = agent(kind, answering(tool_turns=BUDGET - 2))
+    with instrumented(telemetry), tenant_scope("acme"):
+        result, error = run(workflow, mode, early_stopping_method=method)
+    assert error is None and ANSWER in str(result)
+    assert script.calls == BUDGET - 1
+    assert_answered(telemetry, "acme")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_turn_past_the_last_allowed_is_capped(telemetry: InMemoryTelemetry, kind: str) -> None:
+    # The answer comes on the 3rd parsed turn: LlamaIndex caps it before reading it.
+    workflow, _ = agent(kind, answering(tool_turns=BUDGET - 1))
+    with instrumented(telemetry), tenant_scope("acme"):
+        _, error = run(workflow)
+    assert isinstance(error, WorkflowRuntimeError)
+    assert_raised_step_cap(telemetry, "acme", "WorkflowRuntimeError")
+
+
+def test_a_run_that_answers_is_shaped_like_the_other_adapters(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    workflow, _ = agent("function", answering(tool_turns=1))
+    with instrumented(telemetry), tenant_scope("acme"):
+        run(workflow)
+    assert_answered(telemetry, "acme")
+    root = telemetry.span(RUN_SPAN)
+    names = sorted(span.name for span in telemetry.spans())
+    assert names.count("execute_tool add") == 1
+    assert sum(name.startswith("chat") for name in names) == 2
+    for span in telemetry.spans():
+        if span is not root:
+            assert span.parent is not None and span.parent.span_id == root.context.span_id
+    assert (root.attributes or {})[semconv.GEN_AI_AGENT_NAME] == "helper"
+
+
+def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    with instrumented(telemetry):
+        with tenant_scope("capped"):
+            run(agent("function", looping())[0])
+        with tenant_scope("steady"):
+            run(agent("function", answering())[0])
+    assert bails_of(telemetry, "capped") == 1
+    assert bails_of(telemetry, "steady") == 0
+    for tenant, outcome in (("capped", "error"), ("steady", "completed")):
+        where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
+        assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+def test_the_tenant_is_read_from_llama_index_instrument_tags(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    from llama_index_instrumentation.dispatcher import instrument_tags
+
+    with instrumented(telemetry), instrument_tags({"tenant_id": "tagged"}):
+        run(agent("function", looping())[0])
+    assert bails_of(telemetry, "tagged") == 1
+
+
+class _Broken(OTelCallbackHandler):
+    def agent_start(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("telemetry bug")
+
+
+def test_an_adapter_failure_never_reaches_the_agent_and_is_a_dropped_event(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    handler = telemetry.track(
+        _Broken(tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider)
+    )
+    adapter = SymfonicLlamaIndex(handler).instrument()
+    try:
+        result, error = run(agent("function", answering())[0])
+    finally:
+        adapter.uninstrument()
+    assert error is None and ANSWER in str(result)
+    dropped = {semconv.TELEMETRY_EVENT: "llama_index.span_enter"}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+
+
+def test_uninstrument_removes_both_handlers_and_a_second_instrument_adds_nothing(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    dispatcher = get_dispatcher()
+    before = (len(dispatcher.span_handlers), len(dispatcher.event_handlers))
+    adapter = SymfonicLlamaIndex(telemetry.handler())
+    adapter.instrument().instrument()
+    assert (len(dispatcher.span_handlers), len(dispatcher.event_handlers)) == (
+        before[0] + 1,
+        before[1] + 1,
+    )
+    adapter.uninstrument()
+    assert (len(dispatcher.span_handlers), len(dispatcher.event_handlers)) == before
+    run(agent("function", answering())[0])
+    assert telemetry.value(semconv.AGENT_RUNS.name) == 0
+
+
+def test_bad_options_are_refused_by_name() -> None:
+    with pytest.raises(TypeError, match="SymfonicLlamaIndex: handler must be"):
+        SymfonicLlamaIndex(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_runs must be a positive int"):
+        SymfonicLlamaIndex(max_runs=0)
+
+
+def test_no_prompt_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry) -> None:
+    with instrumented(telemetry), tenant_scope("acme"):
+        run(agent("function", looping())[0], early_stopping_method="generate")
+    for span in telemetry.spans():
+        for value in (span.attributes or {}).values():
+            assert FORCED not in str(value) and "Add 1 and 2" not in str(value)
+
+
+def test_two_tenants_running_at_once_in_one_loop_each_get_their_own_verdict(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    async def one(tenant: str, turns: list[str]) -> None:
+        with tenant_scope(tenant):
+            workflow, _ = agent("function", turns)
+            with contextlib.suppress(WorkflowRuntimeError):  # the capped one raises
+                await workflow.run(user_msg="Add 1 and 2", max_iterations=BUDGET)
+
+    async def both() -> None:
+        await asyncio.gather(one("capped", looping()), one("steady", answering()))
+
+    with instrumented(telemetry):
+        asyncio.run(both())
+    assert bails_of(telemetry, "capped") == 1
+    assert bails_of(telemetry, "steady") == 0
+    for tenant, outcome in (("capped", "error"), ("steady", "completed")):
+        where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
+        assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+def test_an_agent_run_inside_a_tool_is_a_sub_run_of_the_calling_run(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    inner, _ = agent("function", [ANSWER])
+    inner.name = "researcher"
+
+    async def ask(q: str) -> str:
+        """Ask the researcher."""
+        return str(await inner.run(user_msg=q))
+
+    outer = FunctionAgent(
+        name="helper",
+        llm=MockFunctionCallingLLM(response_generator=Script(["ask", ANSWER])),
+        tools=[FunctionTool.from_defaults(async_fn=ask, name="ask")],
+    )
+    with instrumented(telemetry), tenant_scope("acme"):
+        result, error = run(outer)
+    assert error is None and ANSWER in str(result)
+    lead = dict(telemetry.span(RUN_SPAN).attributes or {})
+    sub = dict(telemetry.span("invoke_agent researcher").attributes or {})
+    assert sub[semconv.RUN_PARENT_ID] == lead[semconv.RUN_ID]
+    assert semconv.RUN_PARENT_ID not in lead
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 2
+
+
+def test_with_capture_on_the_message_answer_and_tool_payloads_are_recorded(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = SymfonicLlamaIndex(telemetry.handler(capture_content=True)).instrument()
+    try:
+        run(agent("function", answering())[0])
+    finally:
+        adapter.uninstrument()
+    seen = repr([(s.attributes, [e.attributes for e in s.events]) for s in telemetry.spans()])
+    assert "Add 1 and 2" in seen and ANSWER in seen
+    tool = dict(telemetry.span("execute_tool add").attributes or {})
+    assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+    assert "3" in str(tool[semconv.GEN_AI_TOOL_CALL_RESULT])
+
+
+def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = SymfonicLlamaIndex(telemetry.handler(), max_runs=1).instrument()
+
+    async def both() -> None:
+        await asyncio.gather(
+            agent("function", answering())[0].run(user_msg="a", max_iterations=BUDGET),
+            agent("function", answering())[0].run(user_msg="b", max_iterations=BUDGET),
+        )
+
+    try:
+        asyncio.run(both())
+    finally:
+        adapter.uninstrument()
+    runs = semconv.AGENT_RUNS.name
+    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "abandoned"}) == 1
+    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "completed"}) == 1
+    evicted = {semconv.TELEMETRY_EVENT: "llama_index.run_evicted"}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
+    assert adapter.open_runs == 0
+
+
+def test_the_fallback_cost_is_attributed_to_the_fallback_node(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    price = ModelPrice(input_per_million=1.0, output_per_million=2.0)
+    adapter = SymfonicLlamaIndex(telemetry.handler(pricing={"scripted-1": price})).instrument()
+    try:
+        with tenant_scope("acme"):
+            run(priced_agent(looping()), early_stopping_method="generate")
+    finally:
+        adapter.uninstrument()
+    cost = semconv.LLM_COST.name
+    fallback = telemetry.value(cost, {semconv.NODE_NAME: semconv.NODE_SYNTHESIZE_FALLBACK})
+    assert fallback == pytest.approx((100 * 1.0 + 10 * 2.0) / 1e6)
+    assert telemetry.value(cost) == pytest.approx((BUDGET + 1) * fallback)
+    assert_forced_answer(telemetry, "acme", recovered=True)

@@ -1,0 +1,95 @@
+"""Live: the LlamaIndex and smolagents adapters -> a real Prometheus with the shipped rules.
+
+Three tenants run real agents with scripted models: one on LlamaIndex keeps calling tools until
+``max_iterations`` with ``early_stopping_method="generate"`` (the run returns the forced answer
+normally), one on smolagents until ``max_steps`` (the same), and one answers on both
+frameworks. Prometheus scrapes the ``configure_telemetry`` endpoint and evaluates the shipped
+rules (every window and ``for:`` divided by ``FACTOR``): the silent-bail page fires for the two
+capped tenants, never for the one that answers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tests.support.llama_index_support as llama
+import pytest
+import tests.support.smolagents_support as smol
+import yaml
+
+from symfonic_otel import OTelCallbackHandler, tenant_scope
+from symfonic_otel.export.setup import configure_telemetry
+from symfonic_otel.llama_index import SymfonicLlamaIndex
+from symfonic_otel.smolagents import SymfonicSmolagents
+from tests.fleet_support import RULES, shortened_rules, silent_bail_pages
+from tests.support.live_traffic_support import paged, traffic
+from tests.prometheus_support import PrometheusServer, require_binary
+
+FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
+PAUSE_S = 0.2  # between rounds
+LLAMA_BAILER, SMOL_BAILER, STEADY = "llama-bailer", "smol-bailer", "steady"
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _llama(turns: list[str]) -> str:
+    result, error = llama.run(llama.agent("function", turns)[0], early_stopping_method="generate")
+    assert error is None, error
+    return str(result)
+
+
+def _round(smolagents: SymfonicSmolagents) -> None:
+    """One run per tenant (two for the steady one: one per framework)."""
+    with tenant_scope(LLAMA_BAILER):
+        assert llama.FORCED in _llama(llama.looping())
+    with tenant_scope(SMOL_BAILER):
+        built, _ = smol.agent("tool_calling", smol.looping(), smolagents.step_callbacks())
+        assert smol.run(built, "full_result").state == "max_steps_error"
+    with tenant_scope(STEADY):
+        assert llama.ANSWER in _llama(llama.answering())
+        built, _ = smol.agent("code", smol.answering(), smolagents.step_callbacks())
+        assert smol.run(built) == smol.ANSWER
+
+
+def test_the_page_fires_for_the_capped_tenants_of_llama_index_and_smolagents_only(
+    tmp_path: Path,
+) -> None:
+    require_binary("prometheus")
+    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
+    assert pages, "no shipped alert pages on the silent-bail rate"
+    rules = tmp_path / "symfonic-rules.live.yml"
+    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
+
+    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
+    handler = OTelCallbackHandler(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+    )
+    llama_adapter = SymfonicLlamaIndex(handler).instrument()
+    smol_adapter = SymfonicSmolagents(handler)
+    fired: set[str] = set()
+    ever: set[str] = set()
+    try:
+        with (
+            PrometheusServer(
+                tmp_path / "prometheus",
+                scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
+                rule_files=[rules],
+            ) as prom,
+            traffic(lambda: _round(smol_adapter), PAUSE_S) as errors,
+        ):
+            assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
+
+            def both_fired() -> bool:
+                ever.update(paged(prom, pages, ("pending", "firing")))
+                fired.update(paged(prom, pages, ("firing",)))
+                return errors != [] or {LLAMA_BAILER, SMOL_BAILER} <= fired
+
+            assert prom.wait_for(both_fired, timeout_s=120, interval_s=1.0), (
+                f"fired: {sorted(fired)}; alerts: {prom.alerts()}"
+            )
+            assert errors == []
+    finally:
+        llama_adapter.uninstrument()
+        telemetry.shutdown(timeout_millis=5_000)
+    assert STEADY not in ever
+    assert smol_adapter.open_runs == 0 and llama_adapter.open_runs == 0

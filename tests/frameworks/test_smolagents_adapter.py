@@ -1,0 +1,223 @@
+"""The smolagents adapter, on real smolagents agents with a scripted ``Model`` (no network).
+
+``max_steps`` ran out: smolagents makes a forced final-answer call, returns its text, records an
+``ActionStep`` holding ``AgentMaxStepsError`` and (full result) ``state="max_steps_error"``.
+That run is a silent bail (stop reason ``recursion_limit``) followed by one synthesis fallback,
+recovered when the call produced text. An answer on the last allowed step is an answer.
+``ToolCallingAgent`` and ``CodeAgent``, run, streamed or with the full result, agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from bail_support import bails_of
+from tests.support.fallback_support import RUN_SPAN, assert_answered, assert_forced_answer
+from tests.support.smolagents_support import (
+    ANSWER,
+    BUDGET,
+    FORCED,
+    KINDS,
+    MODES,
+    agent,
+    answering,
+    looping,
+    run,
+)
+
+from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel.emit.pricing import ModelPrice
+from symfonic_otel.smolagents import SymfonicSmolagents
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+
+
+def _adapter(telemetry: InMemoryTelemetry, **handler: Any) -> SymfonicSmolagents:
+    return SymfonicSmolagents(telemetry.handler(**handler))
+
+
+def _output(result: Any) -> Any:
+    return getattr(result, "output", result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_max_steps_is_a_bail_with_one_recovered_fallback_and_the_run_returns_normally(
+    telemetry: InMemoryTelemetry, kind: str, mode: str
+) -> None:
+    adapter = _adapter(telemetry)
+    built, model = agent(kind, looping(), adapter.step_callbacks())
+    with tenant_scope("acme"):
+        result = run(built, mode)
+    assert _output(result) == FORCED
+    assert model.calls == BUDGET + 1
+    if mode == "full_result":
+        assert result.state == "max_steps_error"
+    assert_forced_answer(telemetry, "acme", recovered=True)
+    assert adapter.open_runs == 0
+
+
+@pytest.mark.parametrize("forced", [None, ""])
+def test_a_forced_answer_that_failed_or_came_back_blank_did_not_recover(
+    telemetry: InMemoryTelemetry, forced: str | None
+) -> None:
+    adapter = _adapter(telemetry)
+    built, _ = agent("tool_calling", looping(), adapter.step_callbacks(), forced=forced)
+    with tenant_scope("acme"):
+        result = run(built, "full_result")
+    assert result.state == "max_steps_error"
+    assert_forced_answer(telemetry, "acme", recovered=False)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_answer_on_the_last_allowed_step_is_no_bail(
+    telemetry: InMemoryTelemetry, kind: str, mode: str
+) -> None:
+    adapter = _adapter(telemetry)
+    built, model = agent(kind, answering(tool_turns=BUDGET - 1), adapter.step_callbacks())
+    with tenant_scope("acme"):
+        result = run(built, mode)
+    assert _output(result) == ANSWER
+    assert model.calls == BUDGET
+    if mode == "full_result":
+        assert result.state == "success"
+    assert_answered(telemetry, "acme")
+
+
+def test_the_fallback_cost_is_attributed_to_the_fallback_node(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    price = ModelPrice(input_per_million=1.0, output_per_million=2.0)
+    adapter = _adapter(telemetry, pricing={"scripted-1": price})
+    built, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    with tenant_scope("acme"):
+        run(built)
+    cost = semconv.LLM_COST.name
+    fallback = telemetry.value(cost, {semconv.NODE_NAME: semconv.NODE_SYNTHESIZE_FALLBACK})
+    assert fallback == pytest.approx((100 * 1.0 + 10 * 2.0) / 1e6)
+    assert telemetry.value(cost) == pytest.approx(4 * fallback)
+
+
+def test_a_run_that_answers_is_shaped_like_the_other_adapters(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = SymfonicSmolagents(telemetry.handler())
+    built, _ = agent("tool_calling", answering(tool_turns=1), None)
+    adapter.attach(built)
+    with tenant_scope("acme"):
+        run(built)
+    assert_answered(telemetry, "acme")
+    root = telemetry.span(RUN_SPAN)
+    names = [span.name for span in telemetry.spans()]
+    assert names.count("execute_tool add") == 1
+    assert names.count("chat scripted-1") == 2
+    for span in telemetry.spans():
+        if span is not root:
+            assert span.parent is not None and span.parent.span_id == root.context.span_id
+    assert (root.attributes or {})[semconv.GEN_AI_AGENT_NAME] == "helper"
+
+
+def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = _adapter(telemetry)
+    capped, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    steady, _ = agent("code", answering(), adapter.step_callbacks())
+    with tenant_scope("capped"):
+        run(capped)
+    with tenant_scope("steady"):
+        run(steady)
+    assert bails_of(telemetry, "capped") == 1
+    assert bails_of(telemetry, "steady") == 0
+    for tenant in ("capped", "steady"):
+        where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
+        assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+def test_the_same_agent_run_twice_is_two_runs(telemetry: InMemoryTelemetry) -> None:
+    adapter = _adapter(telemetry)
+    built, model = agent("tool_calling", answering(), adapter.step_callbacks())
+    run(built)
+    model.calls = 0
+    run(built)
+    assert telemetry.value(semconv.AGENT_RUNS.name) == 2
+
+
+def test_a_run_that_raised_is_ended_as_abandoned_when_the_agent_runs_again(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = _adapter(telemetry)
+    built, model = agent("tool_calling", ["tool", "raise"], adapter.step_callbacks())
+    with pytest.raises(Exception):  # noqa: B017 - smolagents wraps the model's error
+        run(built)
+    assert adapter.open_runs == 1
+    model.turns, model.calls = answering(), 0
+    run(built)
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "completed"}) == 1
+    assert adapter.open_runs == 0
+
+
+class _Broken(OTelCallbackHandler):
+    def agent_start(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("telemetry bug")
+
+
+def test_an_adapter_failure_never_reaches_the_agent_and_is_a_dropped_event(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    handler = telemetry.track(
+        _Broken(tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider)
+    )
+    adapter = SymfonicSmolagents(handler)
+    built, _ = agent("tool_calling", answering(), adapter.step_callbacks())
+    assert run(built) == ANSWER
+    dropped = {semconv.TELEMETRY_EVENT: "smolagents.step"}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+
+
+def test_bad_options_are_refused_by_name() -> None:
+    with pytest.raises(TypeError, match="SymfonicSmolagents: handler must be"):
+        SymfonicSmolagents(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_runs must be a positive int"):
+        SymfonicSmolagents(max_runs=0)
+
+
+def test_no_task_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry) -> None:
+    adapter = _adapter(telemetry)
+    built, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    run(built)
+    for span in telemetry.spans():
+        for value in (span.attributes or {}).values():
+            assert FORCED not in str(value) and "Add 1 and 2" not in str(value)
+
+
+def test_with_capture_on_the_task_answer_and_tool_arguments_are_recorded(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = _adapter(telemetry, capture_content=True)
+    built, _ = agent("tool_calling", answering(), adapter.step_callbacks())
+    run(built)
+    seen = repr([(s.attributes, [e.attributes for e in s.events]) for s in telemetry.spans()])
+    assert "Add 1 and 2" in seen and ANSWER in seen
+    tool = dict(telemetry.span("execute_tool add").attributes or {})
+    assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+
+
+def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = SymfonicSmolagents(telemetry.handler(), max_runs=1)
+    raised, _ = agent("tool_calling", ["tool", "raise"], adapter.step_callbacks())
+    with pytest.raises(Exception):  # noqa: B017 - smolagents wraps the model's error
+        run(raised)
+    assert adapter.open_runs == 1
+    steady, _ = agent("tool_calling", answering(), adapter.step_callbacks())
+    run(steady)
+    runs = semconv.AGENT_RUNS.name
+    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "abandoned"}) == 1
+    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "completed"}) == 1
+    evicted = {semconv.TELEMETRY_EVENT: "smolagents.run_evicted"}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
+    assert adapter.open_runs == 0

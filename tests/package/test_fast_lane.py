@@ -1,0 +1,28 @@
+"""The fast lane's marking: a test is live exactly when it starts a process or a server."""
+
+from __future__ import annotations
+
+from conftest import is_live
+
+import tests.demo.test_demo_cli as demo_cli
+import tests.demo.test_demo_interrupt as demo_interrupt
+import tests.export.test_otlp_export as otlp_export
+import tests.package.test_names_module as names_module
+
+
+def test_a_test_calling_a_helper_that_runs_a_subprocess_is_live() -> None:
+    # the test -> _run (a helper of its module) -> subprocess.run
+    assert is_live(demo_cli.test_a_different_seed_gives_different_traffic)
+
+
+def test_a_test_using_a_class_that_starts_a_process_is_live() -> None:
+    # Demo.__init__ starts the CLI with subprocess.Popen
+    assert is_live(demo_interrupt.test_ctrl_c_during_warm_up_still_exits_130_with_a_summary)
+
+
+def test_an_in_process_test_is_not_live() -> None:
+    assert not is_live(otlp_export.test_bad_arguments_are_rejected_by_name)
+    assert not is_live(demo_cli.test_histogram_quantile_interpolates_like_prometheus)
+    assert not any(
+        is_live(value) for name, value in vars(names_module).items() if name.startswith("test_")
+    )

@@ -1,0 +1,100 @@
+"""``SilentBailSpanProcessor``: the run duration is the root span's, in seconds; each option
+reaches the part it configures (the trace table's bounds: ``test_span_processor_bounds``); an
+interrupt raised while it records passes through."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.metrics.export import HistogramDataPoint
+
+from symfonic_otel import semconv
+from symfonic_otel.spans import SilentBailSpanProcessor
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+
+RUNS = semconv.AGENT_RUNS.name
+
+
+class Peer:
+    """Another instrumentation's GenAI spans, on the provider the processor watches."""
+
+    def __init__(self, memory: InMemoryTelemetry, **options: Any) -> None:
+        self.memory = memory
+        self.processor = SilentBailSpanProcessor(meter_provider=memory.meter_provider, **options)
+        memory.tracer_provider.add_span_processor(self.processor)
+        self.tracer = memory.tracer_provider.get_tracer("peer-instrumentation")
+
+    @contextmanager
+    def agent(self, tenant: str | None = None, **kwargs: Any) -> Iterator[trace.Span]:
+        attrs: dict[str, Any] = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+        if tenant is not None:
+            attrs[semconv.TENANT_ID] = tenant
+        with self.tracer.start_as_current_span(
+            "invoke_agent peer", attributes=attrs, **kwargs
+        ) as s:
+            yield s
+
+    def chat(self, finish: str = "stop") -> None:
+        attrs = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
+            semconv.GEN_AI_RESPONSE_FINISH_REASONS: (finish,),
+        }
+        with self.tracer.start_as_current_span("chat peer-model", attributes=attrs):
+            pass
+
+    def run(self, tenant: str | None = None) -> None:
+        with self.agent(tenant):
+            self.chat()
+
+
+def test_the_run_duration_is_the_root_spans_in_seconds(telemetry: InMemoryTelemetry) -> None:
+    peer = Peer(telemetry)
+    start = time.time_ns()
+    with peer.agent(start_time=start, end_on_exit=False) as root:
+        peer.chat()
+    root.end(end_time=start + 2_500_000_000)
+    [(_, point)] = telemetry.points(semconv.AGENT_DURATION.name)
+    assert isinstance(point, HistogramDataPoint)
+    assert point.sum == pytest.approx(2.5)
+
+
+def test_tenant_idle_s_gives_a_slot_back_after_that_long(telemetry: InMemoryTelemetry) -> None:
+    peer = Peer(telemetry, max_tenants=1, tenant_idle_s=0.05)
+    peer.run("acme")
+    time.sleep(0.1)
+    peer.run("globex")
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: "globex"}) == 1
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: semconv.OVERFLOW_VALUE}) == 0
+
+
+def test_max_tenants_admits_exactly_that_many(telemetry: InMemoryTelemetry) -> None:
+    peer = Peer(telemetry, max_tenants=2)
+    for tenant in ("a", "b", "c"):
+        peer.run(tenant)
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: "b"}) == 1
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: semconv.OVERFLOW_VALUE}) == 1
+
+
+def test_agent_name_labels_the_metrics(telemetry: InMemoryTelemetry) -> None:
+    Peer(telemetry, agent_name="planner").run("acme")
+    [(attrs, _)] = telemetry.points(RUNS)
+    assert attrs[semconv.GEN_AI_AGENT_NAME] == "planner"
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_while_recording_passes_through(
+    telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch, exc: type[BaseException]
+) -> None:
+    peer = Peer(telemetry)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise exc()
+
+    monkeypatch.setattr(peer.processor._metrics, "run_ended", interrupted)
+    with pytest.raises(exc), peer.agent("acme"):
+        peer.chat()
