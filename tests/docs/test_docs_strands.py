@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tests.support.framework_docs_support import (
     assert_blocks_are_examples,
     assert_prints_its_comments,

@@ -178,13 +178,14 @@ def test_the_default_temporality_is_cumulative_for_every_instrument(configured: 
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
-def test_under_delta_observable_counters_stay_cumulative_and_the_rest_go_delta(
+def test_under_delta_counters_and_histograms_go_delta_as_the_sdk_says(
     configured: Any, monkeypatch: pytest.MonkeyPatch, protocol: str
 ) -> None:
+    """The exporter's own preference, unchanged: the per-tenant counters follow ``Counter``'s."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
     preferred = _metric_exporter(configured(otlp=True, otlp_protocol=protocol))
     temporality = preferred._preferred_temporality
-    assert temporality[ObservableCounter] is AggregationTemporality.CUMULATIVE
+    assert temporality[ObservableCounter] is AggregationTemporality.DELTA
     assert temporality[Counter] is AggregationTemporality.DELTA
     assert temporality[Histogram] is AggregationTemporality.DELTA
     assert temporality[UpDownCounter] is AggregationTemporality.CUMULATIVE

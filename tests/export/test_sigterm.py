@@ -1,7 +1,7 @@
 """SIGTERM to a real process: what the library's opt-in flushes, and what is lost without it.
 
-The app (tests/support/sigterm_app.py) exports over OTLP to a real receiver with batching and the metric
-interval far beyond the test, so whatever arrives was sent by the shutdown on SIGTERM.
+The app (tests/support/sigterm_app.py) exports over OTLP to a real receiver with batching and the
+metric interval far beyond the test, so whatever arrives was sent by the shutdown on SIGTERM.
 """
 
 from __future__ import annotations

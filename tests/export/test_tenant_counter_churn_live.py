@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from tests.support.exposition_traffic import parse, play_traffic, scrape
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tests.support.prometheus_support import PrometheusServer, require_binary
 
 from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.export.setup import configure_telemetry
-from tests.support.otlp_receiver import HttpOtlpReceiver, points_of
 from tests.emit.test_tenant_churn import Clock, _run
+from tests.support.exposition_traffic import parse, play_traffic, scrape
+from tests.support.otlp_receiver import HttpOtlpReceiver, points_of
+from tests.support.prometheus_support import PrometheusServer, require_binary
 
 TENANTS: Final = 12_000
 ACTIVE: Final = 400

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.exposition_traffic import TENANT_FAMILIES, parse, play_traffic, scrape
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricsData, Sum
@@ -31,6 +30,7 @@ from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.emit import reader_hook
 from symfonic_otel.emit.tenant_counters import TENANT_COUNTER_NAMES
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
+from tests.support.exposition_traffic import TENANT_FAMILIES, parse, play_traffic, scrape
 
 DATA = Path(__file__).resolve().parents[1] / "support" / "data"
 

@@ -26,6 +26,8 @@ from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.pydantic_ai import SymfonicCapability
 from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
 from tests.support.live_traffic_support import paged, traffic
+from tests.support.openai_agents_support import agent as agents_agent
+from tests.support.openai_agents_support import answering, looping
 from tests.support.prometheus_support import PrometheusServer, require_binary
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s

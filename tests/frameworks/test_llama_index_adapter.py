@@ -17,11 +17,22 @@ from typing import Any
 
 import pytest
 from bail_support import assert_raised_step_cap, bails_of
-from tests.support.fallback_support import FALLBACKS, RUN_SPAN, assert_answered, assert_forced_answer
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
+from workflows.errors import WorkflowRuntimeError
+
+from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel.emit.pricing import ModelPrice
+from symfonic_otel.llama_index import SymfonicLlamaIndex
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.fallback_support import (
+    FALLBACKS,
+    RUN_SPAN,
+    assert_answered,
+    assert_forced_answer,
+)
 from tests.support.llama_index_support import (
     ANSWER,
     BUDGET,
@@ -36,12 +47,6 @@ from tests.support.llama_index_support import (
     priced_agent,
     run,
 )
-from workflows.errors import WorkflowRuntimeError
-
-from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
-from symfonic_otel.emit.pricing import ModelPrice
-from symfonic_otel.llama_index import SymfonicLlamaIndex
-from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tests.support.llama_index_support as llama
 import pytest
-import tests.support.smolagents_support as smol
 import yaml
 
+import tests.support.llama_index_support as llama
+import tests.support.smolagents_support as smol
 from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.smolagents import SymfonicSmolagents
 from tests.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.live_traffic_support import paged, traffic
 from tests.prometheus_support import PrometheusServer, require_binary
+from tests.support.live_traffic_support import paged, traffic
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
 PAUSE_S = 0.2  # between rounds

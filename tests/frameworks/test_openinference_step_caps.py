@@ -13,20 +13,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.support.llama_index_support import agent as llama_agent
-from tests.support.llama_index_support import looping as llama_looping
-from tests.support.llama_index_support import run as llama_run
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 from openinference.instrumentation.smolagents import SmolagentsInstrumentor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
-from tests.support.smolagents_support import agent as smol_agent
-from tests.support.smolagents_support import looping as smol_looping
-from tests.support.smolagents_support import run as smol_run
 from workflows.errors import WorkflowRuntimeError
 
 from symfonic_otel import SilentBailSpanProcessor, semconv, tenant_scope
+from tests.support.llama_index_support import agent as llama_agent
+from tests.support.llama_index_support import looping as llama_looping
+from tests.support.llama_index_support import run as llama_run
+from tests.support.smolagents_support import agent as smol_agent
+from tests.support.smolagents_support import looping as smol_looping
+from tests.support.smolagents_support import run as smol_run
 
 
 def _values(reader: InMemoryMetricReader, name: str) -> dict[tuple[Any, ...], float]:

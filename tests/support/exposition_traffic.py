@@ -2,8 +2,8 @@
 
 Every per-tenant family gets series here: completed, errored, cancelled and paused runs, both
 silent-bail reasons, recovered and unrecovered synthesis fallbacks, a fabrication detection,
-tokens and cost on two models, a pass-through stop reason. ``tests/support/data/exposition.*.txt`` hold
-what the endpoint served for this traffic before the per-tenant counters left the SDK, so the
+tokens and cost on two models, a pass-through stop reason. ``tests/support/data/exposition.*.txt``
+hold what the endpoint served for this traffic before the per-tenant counters left the SDK, so the
 new path is held to the old output, family by family and series by series (the silent-bail
 counter's HELP text since reworded, in the metric and in the recording alike).
 """
@@ -14,6 +14,10 @@ import urllib.request
 from datetime import UTC, datetime
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
+from symfonic_otel import tenant_scope
+from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
 from tests.support.event_scripts import (
     bail_with_synthesis,
     interrupted,
@@ -23,10 +27,6 @@ from tests.support.event_scripts import (
     silent_bail_then_synthesis,
     tool_raises,
 )
-from prometheus_client.parser import text_string_to_metric_families
-
-from symfonic_otel import tenant_scope
-from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
 
 BASE = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
