@@ -78,6 +78,8 @@ _LIVE_MODULES: Final = {
     "test_reliability_concurrency": "thousands of concurrent runs and tenants",
 }
 _LIVE_TESTS: Final = {
+    "test_tenant_churn::test_churn_memory_stays_flat": "50,000 tenants come and go over a "
+    "simulated week, memory traced",
     "test_handler_robustness::test_ten_thousand_generated_events_per_method": "10,000 events "
     "per public method (about 15 s each)",
     "test_handler_robustness::test_memory_is_bounded_in_bytes_for_distinct_large_ids": "fills "
