@@ -80,6 +80,10 @@ _LIVE_MODULES: Final = {
 _LIVE_TESTS: Final = {
     "test_tenant_churn::test_churn_memory_stays_flat": "50,000 tenants come and go over a "
     "simulated week, memory traced",
+    "test_tenant_churn::test_churn_a_week_of_50000_tenants_1000_active_at_a_time": "50,000 "
+    "tenants come and go over a simulated week, collected as they go",
+    "test_series_budget::test_five_hundred_tenants_each_keep_a_series_on_every_instrument": "500 "
+    "tenants' series through every instrument and a real exposition",
     "test_handler_robustness::test_ten_thousand_generated_events_per_method": "10,000 events "
     "per public method (about 15 s each)",
     "test_handler_robustness::test_memory_is_bounded_in_bytes_for_distinct_large_ids": "fills "
