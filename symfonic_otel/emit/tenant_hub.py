@@ -177,6 +177,12 @@ def hub_for(provider: MeterProvider | SdkMeterProvider) -> TenantHub:
     return hub
 
 
+def adopt_pending() -> None:
+    """Hand the waiting handlers to the global provider now (``configure_telemetry`` just set
+    it), so its first collection already carries their counters."""
+    _pending.adopt()
+
+
 def register(store: TenantCounters, meter: Meter, provider: MeterProvider | None) -> None:
     """Report ``store``'s totals to every reader of ``provider`` (the global one if None)."""
     target = provider if provider is not None else metrics.get_meter_provider()

@@ -217,6 +217,8 @@ def configure_telemetry(
                 stacklevel=2,
             )
 
+    if is_global:
+        tenant_hub.adopt_pending()  # handlers built before this call report from the start
     if prometheus_endpoint is not None:
         prometheus_endpoint.bind(tenant_hub.hub_for(meter_provider))
     observe_span_losses(meter_provider, batch_processors)

@@ -218,10 +218,10 @@ def test_handlers_created_before_the_global_provider_still_drain() -> None:
         for rm in data.resource_metrics:
             for sm in rm.scope_metrics:
                 for m in sm.metrics:
-                    if m.name == "symfonic.agent.runs":
+                    if m.name == "gen_ai.invoke_agent.duration":  # applied by the hooks
                         for p in m.data.data_points:
                             agent = dict(p.attributes)["gen_ai.agent.name"]
-                            runs[agent] = runs.get(agent, 0) + p.value
+                            runs[agent] = runs.get(agent, 0) + p.count
         assert runs == {"a": 1, "b": 1}, runs
         """
     )

@@ -202,3 +202,36 @@ def test_a_handler_built_before_the_global_provider_reaches_its_readers() -> Non
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+CONFIGURED_LATER_APP: Final = """
+import asyncio
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from symfonic_otel import OTelCallbackHandler, configure_telemetry, tenant_scope
+from symfonic_otel.events import AgentEndEvent, AgentStartEvent
+
+handler = OTelCallbackHandler()  # a module-level handler, built before the setup
+reader = InMemoryMetricReader()
+telemetry = configure_telemetry(otlp=False, metric_readers=[reader])
+
+async def run():
+    with tenant_scope("acme"):
+        await handler.on_agent_start(AgentStartEvent(query="q", run_id="r"))
+        await handler.on_agent_end(AgentEndEvent("r", "answer", 1.0, 1))
+
+asyncio.run(run())
+data = reader.get_metrics_data()  # the first collection
+names = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+print("symfonic.agent.runs" in names)
+telemetry.shutdown()
+"""
+
+
+def test_configure_telemetry_after_the_handler_reports_from_the_first_collection() -> None:
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", CONFIGURED_LATER_APP], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

@@ -52,7 +52,7 @@ def test_no_test_reads_files_from_outside_the_repository() -> None:
         if (
             name.startswith("tests/")
             and name.endswith(".py")
-            and name != "tests/" + Path(__file__).name
+            and name != Path(__file__).resolve().relative_to(ROOT).as_posix()
         ):
             assert "provider-recordings" not in (ROOT / name).read_text(), name
 
