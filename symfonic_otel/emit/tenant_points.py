@@ -49,11 +49,14 @@ class SeriesSource(Protocol):
 class _DeltaState:
     """What one delta reader last exported: per series key, (series start, total), and when."""
 
-    __slots__ = ("last", "last_ns")
+    __slots__ = ("last", "last_ns", "lock")
 
     def __init__(self, now_ns: int) -> None:
         self.last: dict[str, dict[SeriesKey, tuple[int, float]]] = {}
         self.last_ns = now_ns
+        # A flush and the periodic export may collect one reader at once: one delta at a time,
+        # or both would send the same increments.
+        self.lock = threading.Lock()
 
 
 class TenantPoints:
@@ -80,7 +83,8 @@ class TenantPoints:
                 state = self._delta.get(reader)
                 if state is None:
                     state = self._delta[reader] = _DeltaState(now)
-            ours = self._deltas(state, now)
+            with state.lock:
+                ours = self._deltas(state, time.time_ns())
         else:
             ours = [
                 _metric(spec, _CUMULATIVE, [_point(s, s.total, s.start_ns, now) for s in series])
