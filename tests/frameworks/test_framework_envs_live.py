@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,8 +19,9 @@ import yaml
 
 from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.export.setup import configure_telemetry
-from tests.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.prometheus_support import PrometheusServer, require_binary
+from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
+from tests.support.live_traffic_support import traffic
+from tests.support.prometheus_support import PrometheusServer, require_binary
 
 
 def _installed(module: str) -> bool:
@@ -89,29 +88,6 @@ def _strands_round(handler: OTelCallbackHandler) -> Callable[[], None]:
 ROUNDS = {"google-adk": _adk_round, "strands": _strands_round}
 
 
-@contextmanager
-def _traffic(work: Callable[[], None]) -> Iterator[list[BaseException]]:
-    errors: list[BaseException] = []
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                work()
-            except BaseException as exc:  # surfaced by the test, not lost in the thread
-                errors.append(exc)
-                return
-            stop.wait(PAUSE_S)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield errors
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-
-
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path, framework: str) -> None:
     require_binary("prometheus")
@@ -131,7 +107,7 @@ def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path, framework: st
                 scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
                 rule_files=[rules],
             ) as prom,
-            _traffic(ROUNDS[framework](handler)) as errors,
+            traffic(ROUNDS[framework](handler), PAUSE_S) as errors,
         ):
             assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
 

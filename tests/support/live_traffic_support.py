@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from tests.prometheus_support import PrometheusServer
+from tests.support.prometheus_support import PrometheusServer
 
 
 @contextmanager
