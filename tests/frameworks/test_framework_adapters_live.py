@@ -25,10 +25,10 @@ from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.pydantic_ai import SymfonicCapability
 from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.live_traffic_support import paged, traffic
+from tests.support.live_traffic_support import watch_pages
 from tests.support.openai_agents_support import agent as agents_agent
 from tests.support.openai_agents_support import answering, looping
-from tests.support.prometheus_support import PrometheusServer, require_binary
+from tests.support.prometheus_support import require_binary
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
 PAUSE_S = 0.2  # between rounds: ~4 runs per second per tenant, 20 runs within seconds
@@ -84,28 +84,16 @@ def test_the_page_fires_for_the_bailing_tenants_of_both_frameworks_only(tmp_path
     )
     processor = SymfonicTracingProcessor(handler=handler)
     set_trace_processors([processor])
-    fired: set[str] = set()
-    ever: set[str] = set()
     try:
-        with (
-            PrometheusServer(
-                tmp_path / "prometheus",
-                scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
-                rule_files=[rules],
-            ) as prom,
-            traffic(lambda: _round(handler), PAUSE_S) as errors,
-        ):
-            assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
-
-            def both_fired() -> bool:
-                ever.update(paged(prom, pages, ("pending", "firing")))
-                fired.update(paged(prom, pages, ("firing",)))
-                return errors != [] or {AGENTS_BAILER, PYDANTIC_BAILER} <= fired
-
-            assert prom.wait_for(both_fired, timeout_s=120, interval_s=1.0), (
-                f"fired: {sorted(fired)}; alerts: {prom.alerts()}"
-            )
-            assert errors == []
+        fired, ever = watch_pages(
+            tmp_path,
+            telemetry.prometheus_port or 0,
+            rules,
+            pages,
+            lambda: _round(handler),
+            PAUSE_S,
+            {AGENTS_BAILER, PYDANTIC_BAILER},
+        )
     finally:
         set_trace_processors([])
         telemetry.shutdown(timeout_millis=5_000)

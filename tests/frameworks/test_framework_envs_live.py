@@ -20,8 +20,8 @@ import yaml
 from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.export.setup import configure_telemetry
 from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.live_traffic_support import traffic
-from tests.support.prometheus_support import PrometheusServer, require_binary
+from tests.support.live_traffic_support import watch_pages
+from tests.support.prometheus_support import require_binary
 
 
 def _installed(module: str) -> bool:
@@ -98,31 +98,16 @@ def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path, framework: st
     handler = OTelCallbackHandler(
         tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
     )
-    fired: set[str] = set()
-    ever: set[str] = set()
     try:
-        with (
-            PrometheusServer(
-                tmp_path / "prometheus",
-                scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
-                rule_files=[rules],
-            ) as prom,
-            traffic(ROUNDS[framework](handler), PAUSE_S) as errors,
-        ):
-            assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
-
-            def paged() -> bool:
-                for alert in prom.alerts():
-                    if alert["labels"].get("alertname") not in pages:
-                        continue
-                    tenant = alert["labels"].get("tenant_id", "")
-                    ever.add(tenant)
-                    if alert.get("state") == "firing":
-                        fired.add(tenant)
-                return errors != [] or BAILER in fired
-
-            assert prom.wait_for(paged, timeout_s=120, interval_s=1.0), prom.alerts()
-            assert errors == []
+        _, ever = watch_pages(
+            tmp_path,
+            telemetry.prometheus_port or 0,
+            rules,
+            pages,
+            ROUNDS[framework](handler),
+            PAUSE_S,
+            {BAILER},
+        )
     finally:
         telemetry.shutdown(timeout_millis=5_000)
     assert STEADY not in ever

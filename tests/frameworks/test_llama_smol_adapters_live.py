@@ -22,8 +22,8 @@ from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.smolagents import SymfonicSmolagents
 from tests.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.prometheus_support import PrometheusServer, require_binary
-from tests.support.live_traffic_support import paged, traffic
+from tests.prometheus_support import require_binary
+from tests.support.live_traffic_support import watch_pages
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
 PAUSE_S = 0.2  # between rounds
@@ -66,28 +66,16 @@ def test_the_page_fires_for_the_capped_tenants_of_llama_index_and_smolagents_onl
     )
     llama_adapter = SymfonicLlamaIndex(handler).instrument()
     smol_adapter = SymfonicSmolagents(handler)
-    fired: set[str] = set()
-    ever: set[str] = set()
     try:
-        with (
-            PrometheusServer(
-                tmp_path / "prometheus",
-                scrape_targets=[f"127.0.0.1:{telemetry.prometheus_port}"],
-                rule_files=[rules],
-            ) as prom,
-            traffic(lambda: _round(smol_adapter), PAUSE_S) as errors,
-        ):
-            assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
-
-            def both_fired() -> bool:
-                ever.update(paged(prom, pages, ("pending", "firing")))
-                fired.update(paged(prom, pages, ("firing",)))
-                return errors != [] or {LLAMA_BAILER, SMOL_BAILER} <= fired
-
-            assert prom.wait_for(both_fired, timeout_s=120, interval_s=1.0), (
-                f"fired: {sorted(fired)}; alerts: {prom.alerts()}"
-            )
-            assert errors == []
+        _, ever = watch_pages(
+            tmp_path,
+            telemetry.prometheus_port or 0,
+            rules,
+            pages,
+            lambda: _round(smol_adapter),
+            PAUSE_S,
+            {LLAMA_BAILER, SMOL_BAILER},
+        )
     finally:
         llama_adapter.uninstrument()
         telemetry.shutdown(timeout_millis=5_000)

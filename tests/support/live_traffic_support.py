@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from tests.support.prometheus_support import PrometheusServer
 
@@ -43,3 +44,37 @@ def paged(prom: PrometheusServer, pages: set[str], states: tuple[str, ...]) -> s
         for alert in prom.alerts()
         if alert["labels"].get("alertname") in pages and alert.get("state") in states
     }
+
+
+def watch_pages(
+    workdir: Path,
+    port: int,
+    rules: Path,
+    pages: set[str],
+    work: Callable[[], None],
+    pause_s: float,
+    bailers: set[str],
+) -> tuple[set[str], set[str]]:
+    """Run ``work`` as traffic scraped from ``port`` by a real Prometheus with ``rules`` until
+    every tenant of ``bailers`` is paged; returns the tenants that fired and the ones that were
+    ever pending or firing."""
+    fired: set[str] = set()
+    ever: set[str] = set()
+    with (
+        PrometheusServer(
+            workdir / "prometheus", scrape_targets=[f"127.0.0.1:{port}"], rule_files=[rules]
+        ) as prom,
+        traffic(work, pause_s) as errors,
+    ):
+        assert prom.wait_for(lambda: prom.query("up == 1"), timeout_s=30), prom.log_tail()
+
+        def all_fired() -> bool:
+            ever.update(paged(prom, pages, ("pending", "firing")))
+            fired.update(paged(prom, pages, ("firing",)))
+            return errors != [] or bailers <= fired
+
+        assert prom.wait_for(all_fired, timeout_s=120, interval_s=1.0), (
+            f"fired: {sorted(fired)}; alerts: {prom.alerts()}"
+        )
+        assert errors == []
+    return fired, ever
