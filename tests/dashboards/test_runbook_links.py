@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -77,3 +78,28 @@ def test_shipped_comments_describe_the_links_the_rules_give() -> None:
             assert "runbook section" not in text, path
     rules = (ROOT / "dashboards" / "prometheus" / "symfonic-rules.yml").read_text()
     assert "runbooks/<alert>/README.md" in rules
+
+
+def _panel_titles() -> set[str]:
+    titles: set[str] = set()
+    for board_path in (ROOT / "dashboards").glob("*.json"):
+        board = json.loads(board_path.read_text())
+        for panel in board["panels"]:
+            titles.add(panel["title"])
+            titles.update(inner["title"] for inner in panel.get("panels", []))
+    return titles
+
+
+def test_every_panel_a_runbook_names_is_on_a_dashboard() -> None:
+    """A runbook names panels in italics (``*Recovery ratio*``), by title or its beginning."""
+    titles = _panel_titles()
+    named = {
+        (page.name, name)
+        for page in (ROOT / "docs" / "runbooks").glob("*.md")
+        for name in re.findall(r"(?<![*\w])\*([A-Z][^*\n]+)\*(?!\*)", page.read_text())
+    }
+    assert len(named) > 20
+    missing = sorted(
+        f"{page}: {name}" for page, name in named if not any(t.startswith(name) for t in titles)
+    )
+    assert not missing, missing
