@@ -115,7 +115,8 @@ def test_recovery_ratio_reads_zero_when_every_fallback_failed(tmp_path: Path) ->
 
         assert prom.wait_for(counted, timeout_s=40), prom.log_tail()
         # The premise: the failing tenant has no recovered="true" series at all.
-        assert not prom.query(f'{fallbacks}{{tenant_id="{FAILING}",symfonic_synthesis_recovered="true"}}')  # fmt: skip
+        recovered = f'{fallbacks}{{tenant_id="{FAILING}",symfonic_synthesis_recovered="true"}}'
+        assert not prom.query(recovered)
 
         (row,) = prom.query(_for_tenant(expr, FAILING))
         assert float(row["value"][1]) == 0.0
