@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, quiet_logs
 from symfonic_otel.demo.levers import (
+    DEFAULT_NOISY,
     LOST_RUN_EVERY,
     RETRIED_END_EVERY,
     Faults,
@@ -157,10 +158,8 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
         clock = NoisyClock(options.noisy_for_s)
         faults = Faults(options.faults)
         runs = plan_runs(options.seed, names, noisy, clock, faults)
-        if noisy:
-            until = "" if options.noisy_for_s is None else f" for {options.noisy_for_s:g} s"
-            kinds = ", ".join(f"{tenant} ({kind})" for tenant, kind in noisy.items())
-            progress_console.print(f"Noisy tenants{until}: {kinds}")
+        progress_console.print(_introduction(options, names))
+        progress_console.print(_noisy_line(options, names, noisy))
         if options.faults:
             progress_console.print(
                 f"Simulated faults: about 1 run in {LOST_RUN_EVERY} loses its worker, "
@@ -268,6 +267,35 @@ def _finish(
             "part of it may be lost."
         )
     return interrupted
+
+
+def _introduction(options: DemoOptions, names: list[str]) -> str:
+    """What the demo does, before anything else it prints."""
+    runs = (
+        f"{options.runs} runs"
+        if options.duration_s is None
+        else f"runs at {options.rate:g} per second for {options.duration_s:g} s"
+    )
+    tenants = f"{len(names)} tenant{'' if len(names) == 1 else 's'}"
+    return (
+        f"symfonic-otel demo: {runs} of the reference ReAct agent, with scripted models (no "
+        f"network, no API key), for {tenants}, recorded with OpenTelemetry. The summary at the "
+        "end is read back from the SDK's metrics and spans, the data Prometheus and Grafana show."
+    )
+
+
+def _noisy_line(options: DemoOptions, names: list[str], noisy: Mapping[str, NoisyKind]) -> str:
+    """Which tenants misbehave on purpose; when none, why."""
+    if noisy:
+        until = "" if options.noisy_for_s is None else f" for {options.noisy_for_s:g} s"
+        kinds = ", ".join(f"{tenant} ({kind})" for tenant, kind in noisy.items())
+        return f"Noisy tenants{until}: {kinds}; they misbehave on purpose, the others do not."
+    if options.noisy is not None:
+        return "Noisy tenants: none (--noisy none): every tenant behaves."
+    return (
+        f"Noisy tenants: none: {', '.join(DEFAULT_NOISY)} is not among --tenants "
+        "(name one with --noisy TENANT=KIND)."
+    )
 
 
 def _sample_candidates(

@@ -358,3 +358,51 @@ def test_the_sample_trace_is_titled_by_how_its_run_ended() -> None:
     best = sampler.best()
     assert best is not None and best[:2] == ("r2", "a silent bail")
     provider.shutdown()
+
+
+def _docs_default_rate() -> float:
+    page = Path(__file__).resolve().parents[2] / "docs" / "guides" / "demo.md"
+    text = " ".join(page.read_text().split())
+    match = re.search(
+        r"in the default run \(`symfonic-otel demo`[^)]*\) ([\d.]+) % of its runs", text
+    )
+    assert match, "the demo page gives no default-run figure"
+    return float(match.group(1))
+
+
+def test_the_default_run_explains_first_orders_its_trace_and_ends_with_the_next_step() -> None:
+    result = _run()
+    assert result.returncode == 0, result.stderr[-2000:]
+    err = " ".join(result.stderr.split())
+    # An explanation comes before anything else, then the noisy tenant and why it is there.
+    assert err.startswith("symfonic-otel demo: 240 runs of the reference ReAct agent")
+    assert err.index("recorded with OpenTelemetry") < err.index("Noisy tenants: globex")
+    # The demo page's figure is this run's.
+    rates = {cells[0]: float(cells[3].rstrip(" %")) for cells in _tenant_rows(result.stdout)}
+    assert rates["globex"] == _docs_default_rate()
+    # "empty" names one thing per place: the bail column and the answers are told apart.
+    assert "empty completion" in result.stdout and "empty_answer=" in result.stdout
+    assert not re.search(r"\bempty=", result.stdout)
+    # The loop's end comes after the calls that led to it, before the fallback's call.
+    tree = result.stdout.split("One run's trace (")[1].split("Next:")[0].splitlines()
+    at = next(i for i, line in enumerate(tree) if "symfonic.react.loop_end" in line)
+    assert any("node=react " in line for line in tree[:at])
+    assert not any("node=react " in line for line in tree[at:])
+    assert any("react_synthesize_fallback" in line for line in tree[at:])
+    # It ends with the next step.
+    tail = " ".join(result.stdout.split("Next:")[1].split())
+    assert "--prometheus-port" in tail and "operator guide" in tail
+
+
+def test_a_count_of_one_tenant_keeps_the_noisy_tenant() -> None:
+    result = _run("--tenants", "1", "--runs", "5")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Noisy tenants: globex (silent_bail)" in " ".join(result.stderr.split())
+    assert [cells[0] for cells in _tenant_rows(result.stdout)] == ["globex"]
+
+
+def test_named_tenants_without_the_noisy_one_say_there_is_none() -> None:
+    result = _run("--tenants", "acme,hooli", "--runs", "5")
+    assert result.returncode == 0, result.stderr[-2000:]
+    err = " ".join(result.stderr.split())
+    assert "Noisy tenants: none: globex is not among --tenants" in err
