@@ -11,6 +11,7 @@ reads them from ``dashboards/`` next to the package. ``export`` copies them, lay
     prometheus/prometheus-collector.yml                        fleet: scrape the OTel Collector
     prometheus/prometheus-agent.yml, prometheus-central.yml    agent mode + remote-write receiver
     alertmanager/alertmanager.yml                              route per tenant_id to a receiver
+    victoriametrics/vmagent.yml, vmalert.env                   the same rules on VictoriaMetrics
     grafana/provisioning/                                      datasource and dashboards provider
     collector/otel-collector.yaml                              example Collector pipeline
     collector/otel-collector-delta.yaml                        delta pushes -> cumulative

@@ -117,6 +117,8 @@ def test_dashboards_export_writes_every_file(
         "prometheus/prometheus.yml",
         "prometheus/prometheus-collector.yml",
         "collector/otel-collector.yaml",
+        "victoriametrics/vmagent.yml",
+        "victoriametrics/vmalert.env",
     ):
         assert expected in written
         assert (tmp_path / "out" / expected).stat().st_size > 0
