@@ -29,6 +29,7 @@ from symfonic_otel.demo.notes import RunContext
 from symfonic_otel.demo.report import RunSpanSampler, render_summary
 from symfonic_otel.demo.scenarios import NoisyKind
 from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs
+from symfonic_otel.export.prometheus import bind_hint
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.handler import OTelCallbackHandler
 
@@ -133,7 +134,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
                 reason = exc.__cause__.strerror or str(exc.__cause__)
                 raise DemoError(
                     f"--prometheus-port {options.prometheus_port}: {reason} "
-                    "(another process serves that port; pick another, or 0 for a free one)"
+                    f"({bind_hint(exc.__cause__)})"
                 ) from None
             raise
         handler = OTelCallbackHandler(
