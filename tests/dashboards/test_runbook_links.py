@@ -64,9 +64,14 @@ def test_exported_runbooks_link_only_to_exported_files(tmp_path: Path) -> None:
     assert checked >= 13  # the index lists every page; pages link each other
     index = (out / "runbooks" / "README.md").read_text()
     assert "[SymfonicSilentBailBudgetBurn](SymfonicSilentBailBudgetBurn/README.md)" in index
-    # A link to a docs page that is not exported stays readable, as text with its path.
+    # A link to a docs page that is not exported stays readable, as text with its site path,
+    # and no page sends the on-call to a repository file they do not have.
     burn = (out / "runbooks" / "SymfonicSilentBailBudgetBurn" / "README.md").read_text()
-    assert "(`docs/step-caps.md` in the symfonic-otel repository)" in burn
+    assert "step caps (symfonic-otel documentation: step-caps/)" in burn
+    for page in pages:
+        text = page.read_text()
+        assert "repository" not in text, page
+        assert not re.search(r"`(docs|symfonic_otel|dashboards|tests)/", text), page
 
 
 def test_shipped_comments_describe_the_links_the_rules_give() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import resource
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from symfonic_otel.cli import main
+from symfonic_otel.dashboards import bundled_files
 from symfonic_otel.demo.report import histogram_quantile
 
 DEMO = [sys.executable, "-m", "symfonic_otel", "demo"]
@@ -235,6 +237,37 @@ def test_export_with_force_overwrites_and_lists_what_it_wrote(tmp_path: Path) ->
     assert runbooks.startswith(f"Runbooks: {tmp_path / 'runbooks'}/<alert>/README.md")
     assert "runbook_base_url" in runbooks
     assert (tmp_path / "README.md").read_text() != "my notes\n"
+
+
+def _small_disk() -> None:
+    """In the child: files can grow to 8 KB only, as on a disk that fills up mid-export (a
+    bigger write fails with EFBIG; Python ignores SIGXFSZ, so it is an OSError)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new folder", "existing folder"])
+def test_export_on_a_full_disk_names_the_file_and_leaves_nothing_so_the_next_run_works(
+    tmp_path: Path, existing: bool
+) -> None:
+    out = tmp_path / "out"
+    if existing:
+        out.mkdir()
+        (out / "notes.txt").write_text("mine\n")
+    failed = subprocess.run(
+        [*CLI, "dashboards", "export", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=_small_disk,
+    )
+    line = _one_line_error(failed, f"cannot write {out}/", "nothing was written")
+    assert re.search(r"cannot write \S+\.(json|yml): ", line), line  # a file over 8 KB
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert left == (["out", "out/notes.txt"] if existing else []), left
+    again = _cli("dashboards", "export", str(out))
+    assert again.returncode == 0, again.stderr
+    assert len(again.stdout.splitlines()) == len(bundled_files())
 
 
 def test_export_to_an_empty_path_is_an_error(tmp_path: Path) -> None:
