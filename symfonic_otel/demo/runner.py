@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, quiet_logs
+from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, otlp_endpoints, quiet_logs
 from symfonic_otel.demo.levers import (
     DEFAULT_NOISY,
     LOST_RUN_EVERY,
@@ -255,11 +255,16 @@ def _finish(
     if cut_short:  # the user asked to skip the flush: no verdict on the collector
         return True
     if options.otlp and failed_attempts:
+        endpoints, configured = otlp_endpoints()
+        source = (
+            "from the OTEL_EXPORTER_OTLP_* variables"
+            if configured
+            else "the default; OTEL_EXPORTER_OTLP_ENDPOINT sets another"
+        )
         say.print(
             f"OTLP export failed ({failed_attempts} "
             f"warning{'' if failed_attempts == 1 else 's'} from the OpenTelemetry SDK, not shown): "
-            "no collector accepted the telemetry at OTEL_EXPORTER_OTLP_ENDPOINT (default "
-            "localhost:4317 for grpc, localhost:4318 for http/protobuf). "
+            f"no collector accepted the telemetry at {' and '.join(endpoints)} ({source}). "
             "The summary above does not depend on it."
         )
     elif options.otlp and not delivered:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import resource
 import socket
@@ -441,3 +442,24 @@ def test_named_tenants_without_the_noisy_one_say_there_is_none() -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     err = " ".join(result.stderr.split())
     assert "Noisy tenants: none: globex is not among --tenants" in err
+
+
+def test_the_otlp_endpoints_named_are_the_sdks_without_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from symfonic_otel.demo.flush import otlp_endpoints
+
+    for name in list(os.environ):
+        if name.startswith("OTEL_EXPORTER_OTLP"):
+            monkeypatch.delenv(name)
+    assert otlp_endpoints() == (["http://localhost:4317"], False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    assert otlp_endpoints() == (
+        ["http://localhost:4318/v1/traces", "http://localhost:4318/v1/metrics"],
+        False,
+    )
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://user:secret@otel.example:4318/")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "https://metrics.example/in")
+    endpoints, configured = otlp_endpoints()
+    assert endpoints == ["https://otel.example:4318/v1/traces", "https://metrics.example/in"]
+    assert configured and "secret" not in repr(endpoints)
