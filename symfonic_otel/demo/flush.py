@@ -28,6 +28,10 @@ _POLL_S: Final = 0.05
 
 
 _DEFAULT_PORTS: Final = {"grpc": 4317, "http/protobuf": 4318}
+_SIGNALS: Final = (  # (signal, its endpoint variable, its protocol variable)
+    ("traces", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+    ("metrics", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"),
+)
 
 
 def otlp_endpoints() -> tuple[list[str], bool]:
@@ -40,18 +44,15 @@ def otlp_endpoints() -> tuple[list[str], bool]:
     general = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
     endpoints: list[str] = []
     configured = False
-    for signal in ("traces", "metrics"):
+    for signal, endpoint_variable, protocol_variable in _SIGNALS:
         protocol = "grpc"
-        for variable in (
-            f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL",
-            "OTEL_EXPORTER_OTLP_PROTOCOL",
-        ):
+        for variable in (protocol_variable, "OTEL_EXPORTER_OTLP_PROTOCOL"):
             raw = os.environ.get(variable, "").strip().lower()
             if raw:
                 protocol = raw if raw in _DEFAULT_PORTS else "grpc"  # an unknown one falls back
                 break
         path = f"/v1/{signal}" if protocol == "http/protobuf" else ""
-        specific = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT", "").strip()
+        specific = os.environ.get(endpoint_variable, "").strip()
         if specific or general:
             configured = True
             endpoint = specific or general.rstrip("/") + path
