@@ -11,6 +11,7 @@ reads them from ``dashboards/`` next to the package. ``export`` copies them, lay
     prometheus/prometheus-collector.yml                        fleet: scrape the OTel Collector
     prometheus/prometheus-agent.yml, prometheus-central.yml    agent mode + remote-write receiver
     alertmanager/alertmanager.yml                              route per tenant_id to a receiver
+    victoriametrics/vmagent.yml, vmalert.env                   the same rules on VictoriaMetrics
     grafana/provisioning/                                      datasource and dashboards provider
     collector/otel-collector.yaml                              example Collector pipeline
     collector/otel-collector-delta.yaml                        delta pushes -> cumulative
@@ -22,12 +23,19 @@ Every alert's ``runbook_url`` is ``runbooks/<alert>/`` under the external label
 ``runbook_base_url``: the exported folder holds that page at that path, and so does the docs site
 (``docs/runbooks/<alert>.md``), so either served at ``runbook_base_url`` resolves every link. The
 runbooks' links to other runbooks are rewritten to the exported layout; links to other docs pages
-become their path in the docs, as text.
+become their path on the documentation site, as text.
+
+The export is all or nothing: the files are written to a hidden staging folder on ``DIR``'s file
+system and moved into place once every one of them is written, so a full disk leaves no partial
+set behind.
 """
 
 from __future__ import annotations
 
+import errno
 import re
+import shutil
+import tempfile
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -72,8 +80,11 @@ def _exported_runbook(text: str, is_index: bool) -> bytes:
             stem = target.removesuffix(".md")
             page = "README.md" if stem == "index" else f"{stem}/README.md"
             return f"[{label}]({page if is_index else '../' + page}{anchor})"
-        docs_path = target.removeprefix("../")  # a page of the docs site, not exported
-        return f"{label} (`docs/{docs_path}{anchor}` in the symfonic-otel repository)"
+        # A page of the docs site, not exported: named by its path on the site (where
+        # runbook_base_url may point), never as a repository file the on-call may not have.
+        page = target.removeprefix("../").removesuffix(".md")
+        site_path = "" if page == "index" else page.removesuffix("/index") + "/"
+        return f"{label} (symfonic-otel documentation: {site_path}{anchor})"
 
     return _LINK.sub(link, text).encode()
 
@@ -149,9 +160,46 @@ def export(dest_dir: str | Path, *, force: bool = False) -> list[Path]:
             f"{len(existing)} of the {len(planned)} files already {verb} in {dest} ({names}); "
             "nothing was written"
         )
-    written: list[Path] = []
-    for target, item in planned:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(item if isinstance(item, bytes) else item.read_bytes())
-        written.append(target)
-    return sorted(written)
+    staged = _stage(dest, planned)
+    try:
+        if not dest.exists():
+            staged.rename(dest)  # one rename: the whole set appears at once
+            return sorted(target for target, _ in planned)
+        for target, _ in planned:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (staged / target.relative_to(dest)).replace(target)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return sorted(target for target, _ in planned)
+
+
+def _stage(dest: Path, planned: list[tuple[Path, bytes | Traversable]]) -> Path:
+    """Every file written under a new hidden folder on ``dest``'s file system (inside ``dest``
+    when it exists, beside it when not); on a failure, the folder removed and an ``OSError``
+    naming the file that could not be written (``filename``: its target)."""
+    for parent in dest.parents:
+        if parent.exists() and not parent.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{parent} is not a directory", str(dest))
+    try:
+        if dest.exists():
+            folder, prefix = dest, ".symfonic-export."
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            folder, prefix = dest.parent, f".{dest.name}."
+        staged = Path(tempfile.mkdtemp(prefix=prefix, suffix=".partial", dir=folder))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(dest)) from exc
+    try:
+        for target, item in planned:
+            path = staged / target.relative_to(dest)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(item if isinstance(item, bytes) else item.read_bytes())
+            except OSError as exc:
+                raise OSError(
+                    exc.errno, f"{exc.strerror or exc}; nothing was written", str(target)
+                ) from exc
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    return staged

@@ -24,5 +24,5 @@ result = agent.invoke(
     {"messages": [("user", "What is the weather in Paris?")]},
     config={"callbacks": [handler], "metadata": {"tenant_id": "acme"}},
 )
-print(result["messages"][-1].content)  # It is sunny in Paris.
-telemetry.shutdown()
+telemetry.shutdown()  # the console exporters print the spans and metrics (JSON) above ...
+print(result["messages"][-1].content)  # ... and the answer last: It is sunny in Paris.

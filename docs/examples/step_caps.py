@@ -1,18 +1,19 @@
-"""A LangGraph prebuilt agent whose step budget runs out is counted as a silent bail.
+"""A LangChain agent whose step budget runs out is counted as a silent bail.
 
-The scripted model stands in for one that keeps calling tools. At ``recursion_limit=10`` the
-agent's ``remaining_steps`` guard replaces the model's fifth tool call with a text message and
-the graph ends normally; the run is recorded as a silent bail with stop reason
-``recursion_limit`` and an empty answer.
+The scripted model stands in for one that keeps calling tools. ``create_agent`` with
+``ModelCallLimitMiddleware(run_limit=3)`` lets the model answer three times; before the fourth
+call the middleware ends the run with a message of its own, and the graph ends normally. The run
+is recorded as a silent bail with stop reason ``recursion_limit`` and an empty answer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelCallLimitMiddleware
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
-from langgraph.prebuilt import create_react_agent
 
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.scripted import ScriptedChatModel
@@ -34,14 +35,11 @@ def main() -> dict[str, Any]:
     telemetry = InMemoryTelemetry()  # in-memory providers; use configure_telemetry() in production
     handler = LangChainCallbackHandler(handler=telemetry.handler())
     model = ScriptedChatModel([lookup(i) for i in range(10)])  # never answers
-    agent = create_react_agent(model, [order_status])
+    budget = ModelCallLimitMiddleware(run_limit=3)  # exit_behavior="end", the default
+    agent = create_agent(model, [order_status], middleware=[budget])
     agent.invoke(
         {"messages": [("user", "Where is order A1?")]},
-        config={
-            "callbacks": [handler],
-            "recursion_limit": 10,
-            "metadata": {"tenant_id": "acme"},
-        },
+        config={"callbacks": [handler], "metadata": {"tenant_id": "acme"}},
     )
     run = dict(telemetry.span(semconv.agent_span_name("symfonic")).attributes or {})
     bails = telemetry.value(semconv.SILENT_BAILS.name, {semconv.TENANT_ID: "acme"})

@@ -11,18 +11,60 @@ what happened), and the final flush ends early as soon as an attempt fails. Past
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final, Protocol
 
-__all__ = ["ExportWarnings", "bounded_flush", "quiet_logs"]
+__all__ = ["ExportWarnings", "bounded_flush", "otlp_endpoints", "quiet_logs"]
 
 # The OTLP exporters, the HTTP transport and the SDK's batch processor and metric reader.
 _SDK_LOGGERS: Final = ("opentelemetry.exporter", "opentelemetry.sdk")
 _PACKAGE_LOGGER: Final = "symfonic_otel"
 _POLL_S: Final = 0.05
+
+
+_DEFAULT_PORTS: Final = {"grpc": 4317, "http/protobuf": 4318}
+_SIGNALS: Final = (  # (signal, its endpoint variable, its protocol variable)
+    ("traces", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+    ("metrics", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"),
+)
+
+
+def otlp_endpoints() -> tuple[list[str], bool]:
+    """Where the OTLP exporters send, resolved as the SDK does, and whether a variable set it.
+
+    Per signal: its own ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT``, else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` (plus ``/v1/<signal>`` over HTTP), else the protocol's
+    default on localhost. Credentials in a URL are left out.
+    """
+    general = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    endpoints: list[str] = []
+    configured = False
+    for signal, endpoint_variable, protocol_variable in _SIGNALS:
+        protocol = "grpc"
+        for variable in (protocol_variable, "OTEL_EXPORTER_OTLP_PROTOCOL"):
+            raw = os.environ.get(variable, "").strip().lower()
+            if raw:
+                protocol = raw if raw in _DEFAULT_PORTS else "grpc"  # an unknown one falls back
+                break
+        path = f"/v1/{signal}" if protocol == "http/protobuf" else ""
+        specific = os.environ.get(endpoint_variable, "").strip()
+        if specific or general:
+            configured = True
+            endpoint = specific or general.rstrip("/") + path
+        else:
+            endpoint = f"http://localhost:{_DEFAULT_PORTS[protocol]}{path}"
+        parts = urllib.parse.urlsplit(endpoint)
+        if parts.hostname is not None and "@" in parts.netloc:
+            netloc = parts.netloc.rpartition("@")[2]
+            endpoint = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+        if endpoint not in endpoints:
+            endpoints.append(endpoint)
+    return endpoints, configured
 
 
 class _Flushable(Protocol):

@@ -38,13 +38,16 @@ _RESERVED: Final = frozenset({semconv.TENANT_UNKNOWN, semconv.OVERFLOW_VALUE, se
 
 
 def tenant_names(spec: int | Sequence[str]) -> list[str]:
-    """``--tenants``: a count (the first names of ``TENANT_NAMES``, then ``tenant-N``) or names."""
+    """``--tenants``: a count (the first names of ``TENANT_NAMES``, then ``tenant-N``) or names.
+
+    A count always keeps the default noisy tenant: ``1`` is ``globex`` alone, not ``acme``.
+    """
     if isinstance(spec, int) and not isinstance(spec, bool):
         if spec < 1:
             raise ValueError(f"--tenants must be at least 1, got {spec}")
         if spec > MAX_TENANTS:
             raise ValueError(f"--tenants must be at most {MAX_TENANTS}, got {spec}")
-        names = list(TENANT_NAMES[:spec])
+        names = list(TENANT_NAMES[:spec]) if spec > 1 else list(DEFAULT_NOISY)
         names.extend(f"tenant-{i + 1}" for i in range(len(names), spec))
         return names
     if isinstance(spec, str) or not isinstance(spec, Sequence) or not spec:

@@ -1,7 +1,7 @@
 """What the demo's counts mean, said under its tables with the figures of this run.
 
 Every figure is read from the same metric data as the tables, so a note cannot disagree with
-them: why "all" can exceed ``--runs``, why "empty final response" and "silent bails" differ,
+them: why "all" can exceed ``--runs``, why "empty answer" and "silent bails" differ,
 and which run's trace is shown (or why none is).
 """
 
@@ -105,7 +105,8 @@ def _empty_notes(view: MetricView, runs: dict[tuple[object, ...], float]) -> lis
             f"; the synthesis fallback recovered {_n(recovered)} of them, so those runs answered"
         )
     sentence += (
-        f'. "Empty final response" counts runs whose answer is blank: '
+        '. An "empty answer" (not the "empty completion" column: a model turn with no text, '
+        "which made the loop stop) is a run whose final answer is blank: "
         f"{_plural(empty_completed, 'completed run', 'completed runs')}"
     )
     details = []

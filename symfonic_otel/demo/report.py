@@ -104,7 +104,8 @@ def _bail_table(view: MetricView) -> Table:
         semconv.SILENT_BAILS.name, [semconv.TENANT_ID, semconv.REACT_TERMINATION_REASON]
     )
     table = Table(title="Silent bails per tenant", title_justify="left")
-    for column in ("tenant", "runs", "silent bails", "rate", "tool calls, no text", "empty"):
+    columns = ("tenant", "runs", "silent bails", "rate", "tool calls, no text", "empty completion")
+    for column in columns:
         table.add_column(column, justify="left" if column == "tenant" else "right")
     ranked = sorted(
         runs, key=lambda key: (-(bails.get(key, 0) / runs[key] if runs[key] else 0), str(key))
@@ -185,6 +186,14 @@ def _telemetry_health(view: MetricView) -> str:
     return "Telemetry health — " + ", ".join(parts)
 
 
+NEXT_STEP = (
+    "\nNext: serve these metrics to a Prometheus and watch the noisy tenant's page fire:\n"
+    "  symfonic-otel demo --duration 600 --prometheus-port 9464\n"
+    'then follow the operator guide, "From install to a page" (docs/operators/index.md in the '
+    "symfonic-otel documentation): export the dashboards and rules, point Prometheus at the "
+    "demo, import the dashboards into Grafana."
+)
+
 _TREE_LABELS = (
     (semconv.TENANT_ID, "tenant"),
     (semconv.NODE_NAME, "node"),
@@ -192,7 +201,7 @@ _TREE_LABELS = (
     (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, "out"),
     (semconv.SYNTHESIS_RECOVERED, "recovered"),
     (semconv.RUN_OUTCOME, "outcome"),
-    (semconv.RESPONSE_EMPTY, "empty"),
+    (semconv.RESPONSE_EMPTY, "empty_answer"),
 )
 
 
@@ -202,7 +211,10 @@ def _event_label(name: str, attrs: Mapping[str, Any]) -> str:
 
 
 def trace_tree(spans: Iterable[ReadableSpan]) -> Tree | None:
-    """The run's spans as a tree: names, node names, tokens and span events (no timings)."""
+    """The run's spans as a tree: names, node names, tokens and span events (no timings).
+
+    Under each span, its events and child spans in time order.
+    """
     spans = sorted(spans, key=lambda s: (s.start_time or 0, s.name))
     by_id = {s.context.span_id: s for s in spans if s.context is not None}
     roots = [s for s in spans if s.parent is None or s.parent.span_id not in by_id]
@@ -218,19 +230,25 @@ def trace_tree(spans: Iterable[ReadableSpan]) -> Tree | None:
         details = [f"{short}={attrs[key]!s}" for key, short in _TREE_LABELS if key in attrs]
         return f"[bold]{span.name}[/bold]  " + " ".join(details)
 
-    def add(node: Tree, span: ReadableSpan) -> None:
-        branch = node.add(label(span))
-        for event in span.events:
-            branch.add(_event_label(event.name, event.attributes or {}))
-        for child in children.get(span.context.span_id if span.context else 0, []):
-            add(branch, child)
+    def fill(branch: Tree, span: ReadableSpan) -> None:
+        """The span's events and child spans, in time order (an event after the calls before
+        it: a loop's end under the calls that led to it)."""
+        items: list[tuple[int, int, Any]] = [
+            (event.timestamp or 0, 0, event) for event in span.events
+        ]
+        items.extend(
+            (child.start_time or 0, 1, child)
+            for child in children.get(span.context.span_id if span.context else 0, [])
+        )
+        for _, _, item in sorted(items, key=lambda entry: (entry[0], entry[1])):
+            if isinstance(item, ReadableSpan):
+                fill(branch.add(label(item)), item)
+            else:
+                branch.add(_event_label(item.name, item.attributes or {}))
 
     root = roots[0]
     tree = Tree(label(root))
-    for event in root.events:
-        tree.add(_event_label(event.name, event.attributes or {}))
-    for child in children.get(root.context.span_id if root.context else 0, []):
-        add(tree, child)
+    fill(tree, root)
     return tree
 
 
@@ -259,6 +277,8 @@ def render_summary(
         for note in count_notes(view, context):
             console.print(f"- {note}")
     _print_trace(console, sample)
+    if context is not None and not partial:
+        console.print(NEXT_STEP)
 
 
 def _print_trace(console: Console, sample: RunSpanSampler | Sequence[ReadableSpan]) -> None:

@@ -15,8 +15,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, quiet_logs
+from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, otlp_endpoints, quiet_logs
 from symfonic_otel.demo.levers import (
+    DEFAULT_NOISY,
     LOST_RUN_EVERY,
     RETRIED_END_EVERY,
     Faults,
@@ -28,6 +29,7 @@ from symfonic_otel.demo.notes import RunContext
 from symfonic_otel.demo.report import RunSpanSampler, render_summary
 from symfonic_otel.demo.scenarios import NoisyKind
 from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs
+from symfonic_otel.export.prometheus import bind_hint
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.handler import OTelCallbackHandler
 
@@ -132,7 +134,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
                 reason = exc.__cause__.strerror or str(exc.__cause__)
                 raise DemoError(
                     f"--prometheus-port {options.prometheus_port}: {reason} "
-                    "(another process serves that port; pick another, or 0 for a free one)"
+                    f"({bind_hint(exc.__cause__)})"
                 ) from None
             raise
         handler = OTelCallbackHandler(
@@ -157,10 +159,8 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
         clock = NoisyClock(options.noisy_for_s)
         faults = Faults(options.faults)
         runs = plan_runs(options.seed, names, noisy, clock, faults)
-        if noisy:
-            until = "" if options.noisy_for_s is None else f" for {options.noisy_for_s:g} s"
-            kinds = ", ".join(f"{tenant} ({kind})" for tenant, kind in noisy.items())
-            progress_console.print(f"Noisy tenants{until}: {kinds}")
+        progress_console.print(_introduction(options, names))
+        progress_console.print(_noisy_line(options, names, noisy))
         if options.faults:
             progress_console.print(
                 f"Simulated faults: about 1 run in {LOST_RUN_EVERY} loses its worker, "
@@ -255,11 +255,16 @@ def _finish(
     if cut_short:  # the user asked to skip the flush: no verdict on the collector
         return True
     if options.otlp and failed_attempts:
+        endpoints, configured = otlp_endpoints()
+        source = (
+            "from the OTEL_EXPORTER_OTLP_* variables"
+            if configured
+            else "the default; OTEL_EXPORTER_OTLP_ENDPOINT sets another"
+        )
         say.print(
             f"OTLP export failed ({failed_attempts} "
             f"warning{'' if failed_attempts == 1 else 's'} from the OpenTelemetry SDK, not shown): "
-            "no collector accepted the telemetry at OTEL_EXPORTER_OTLP_ENDPOINT (default "
-            "localhost:4317 for grpc, localhost:4318 for http/protobuf). "
+            f"no collector accepted the telemetry at {' and '.join(endpoints)} ({source}). "
             "The summary above does not depend on it."
         )
     elif options.otlp and not delivered:
@@ -268,6 +273,35 @@ def _finish(
             "part of it may be lost."
         )
     return interrupted
+
+
+def _introduction(options: DemoOptions, names: list[str]) -> str:
+    """What the demo does, before anything else it prints."""
+    runs = (
+        f"{options.runs} runs"
+        if options.duration_s is None
+        else f"runs at {options.rate:g} per second for {options.duration_s:g} s"
+    )
+    tenants = f"{len(names)} tenant{'' if len(names) == 1 else 's'}"
+    return (
+        f"symfonic-otel demo: {runs} of the reference ReAct agent, with scripted models (no "
+        f"network, no API key), for {tenants}, recorded with OpenTelemetry. The summary at the "
+        "end is read back from the SDK's metrics and spans, the data Prometheus and Grafana show."
+    )
+
+
+def _noisy_line(options: DemoOptions, names: list[str], noisy: Mapping[str, NoisyKind]) -> str:
+    """Which tenants misbehave on purpose; when none, why."""
+    if noisy:
+        until = "" if options.noisy_for_s is None else f" for {options.noisy_for_s:g} s"
+        kinds = ", ".join(f"{tenant} ({kind})" for tenant, kind in noisy.items())
+        return f"Noisy tenants{until}: {kinds}; they misbehave on purpose, the others do not."
+    if options.noisy is not None:
+        return "Noisy tenants: none (--noisy none): every tenant behaves."
+    return (
+        f"Noisy tenants: none: {', '.join(DEFAULT_NOISY)} is not among --tenants "
+        "(name one with --noisy TENANT=KIND)."
+    )
 
 
 def _sample_candidates(

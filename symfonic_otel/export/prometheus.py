@@ -20,6 +20,7 @@ Prometheus keeps the first sample of a duplicate, and counters read stale. Here:
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 import zlib
@@ -205,13 +206,27 @@ def start_prometheus(
         raise PrometheusPortError(
             exc.errno or 0,
             f"prometheus_port {port} on prometheus_host {host!r} cannot be bound: "
-            f"{exc.strerror or exc} (pick another, or 0 for a free one)",
+            f"{exc.strerror or exc} ({bind_hint(exc)})",
         ) from exc
     thread = threading.Thread(
         target=server.serve_forever, name="symfonic-otel-prometheus", daemon=True
     )
     thread.start()
     return reader, endpoint, server, thread
+
+
+def bind_hint(exc: OSError) -> str:
+    """What to change when binding failed, by the error's kind: the port or the host."""
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return (
+            "the host is not an address of this machine: use 127.0.0.1, 0.0.0.0 "
+            "or one of its own addresses"
+        )
+    if exc.errno == errno.EACCES:
+        return "that port needs privileges: pick one above 1023, or 0 for a free one"
+    if exc.errno == errno.EADDRINUSE:
+        return "another process serves that port: pick another, or 0 for a free one"
+    return "check the host and the port; 0 picks a free port"
 
 
 def _family(host: str, port: int) -> socket.AddressFamily:

@@ -164,16 +164,20 @@ class SymfonicSmolagents:
             self._tools(run, step, start_ns, end_ns)
 
     def _tools(self, run: _Run, step: Any, start_ns: int | None, end_ns: int | None) -> None:
-        """One span per tool call of the step, timed by the step (smolagents records no more)."""
+        """One span per tool call of the step, timed by the step (smolagents records no more).
+
+        A step that failed marks each of its calls ``error.type`` (which of parallel calls
+        raised is not recorded); its calls are then read from the model's output.
+        """
         failed = getattr(step, "error", None) is not None
-        for call in list(getattr(step, "tool_calls", None) or [])[:256]:
+        for call in steps.calls_of(step):
             attributes: dict[str, AttributeValue] = {}
             if self.core.capture_content:
                 attributes.update(captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments))
             span = self.core.start_tool(
                 run.run_id,
-                call.name if isinstance(call.name, str) else "",
-                call_id=call.id if isinstance(call.id, str) and call.id else None,
+                call.name,
+                call_id=call.call_id,
                 start_time_ns=start_ns,
                 attributes=attributes,
             )

@@ -3,20 +3,67 @@
 A step's model turn (text, tool calls, token usage, timing) and whether it is the step
 smolagents appends when ``max_steps`` ran out: an ``ActionStep`` whose ``error`` is an
 ``AgentMaxStepsError``, holding the forced final-answer call's output and usage.
+
+A step's tool calls: smolagents fills ``tool_calls`` only once its tools returned (a
+``ToolCallingAgent``); when a tool raised, the step has an ``error`` and no ``tool_calls``, and
+the calls are on the model's output message (``model_output_message.tool_calls``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from smolagents.utils import AgentMaxStepsError  # type: ignore[import-untyped]
 
 from symfonic_otel.read.turns import Turn
 
-__all__ = ["is_cap_step", "seconds_ns", "text_of", "turn_of", "usage_of"]
+__all__ = ["Call", "calls_of", "is_cap_step", "seconds_ns", "text_of", "turn_of", "usage_of"]
 
 _MAX_TEXT_CHARS: Final = 65_536
 _MAX_PARTS: Final = 256
+
+
+class Call(NamedTuple):
+    """One tool call of a step: its tool's name, its arguments and its id (or None)."""
+
+    name: str
+    arguments: object
+    call_id: str | None
+
+
+def _call_id(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def calls_of(step: Any) -> list[Call]:
+    """The step's tool calls; a failed step's from its model output (see the module docstring)."""
+    calls = getattr(step, "tool_calls", None)
+    if isinstance(calls, list) and calls:
+        return [
+            Call(
+                call.name if isinstance(call.name, str) else "",
+                getattr(call, "arguments", None),
+                _call_id(getattr(call, "id", None)),
+            )
+            for call in calls[:_MAX_PARTS]
+        ]
+    if getattr(step, "error", None) is None:
+        return []
+    requested = getattr(getattr(step, "model_output_message", None), "tool_calls", None)
+    if not isinstance(requested, list):
+        return []
+    found: list[Call] = []
+    for call in requested[:_MAX_PARTS]:
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None)
+        found.append(
+            Call(
+                name if isinstance(name, str) else "",
+                getattr(function, "arguments", None),
+                _call_id(getattr(call, "id", None)),
+            )
+        )
+    return found
 
 
 def text_of(content: object) -> str:
@@ -41,8 +88,7 @@ def turn_of(step: Any) -> Turn:
     text = text_of(getattr(message, "content", None))
     if is_cap_step(step):
         text = text_of(getattr(step, "action_output", None))
-    calls = getattr(step, "tool_calls", None)
-    return Turn(text, len(calls) if isinstance(calls, list) else 0)
+    return Turn(text, len(calls_of(step)))
 
 
 def is_cap_step(step: Any) -> bool:

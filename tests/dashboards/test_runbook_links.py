@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -63,9 +64,14 @@ def test_exported_runbooks_link_only_to_exported_files(tmp_path: Path) -> None:
     assert checked >= 13  # the index lists every page; pages link each other
     index = (out / "runbooks" / "README.md").read_text()
     assert "[SymfonicSilentBailBudgetBurn](SymfonicSilentBailBudgetBurn/README.md)" in index
-    # A link to a docs page that is not exported stays readable, as text with its path.
+    # A link to a docs page that is not exported stays readable, as text with its site path,
+    # and no page sends the on-call to a repository file they do not have.
     burn = (out / "runbooks" / "SymfonicSilentBailBudgetBurn" / "README.md").read_text()
-    assert "(`docs/step-caps.md` in the symfonic-otel repository)" in burn
+    assert "step caps (symfonic-otel documentation: step-caps/)" in burn
+    for page in pages:
+        text = page.read_text()
+        assert "repository" not in text, page
+        assert not re.search(r"`(docs|symfonic_otel|dashboards|tests)/", text), page
 
 
 def test_shipped_comments_describe_the_links_the_rules_give() -> None:
@@ -77,3 +83,28 @@ def test_shipped_comments_describe_the_links_the_rules_give() -> None:
             assert "runbook section" not in text, path
     rules = (ROOT / "dashboards" / "prometheus" / "symfonic-rules.yml").read_text()
     assert "runbooks/<alert>/README.md" in rules
+
+
+def _panel_titles() -> set[str]:
+    titles: set[str] = set()
+    for board_path in (ROOT / "dashboards").glob("*.json"):
+        board = json.loads(board_path.read_text())
+        for panel in board["panels"]:
+            titles.add(panel["title"])
+            titles.update(inner["title"] for inner in panel.get("panels", []))
+    return titles
+
+
+def test_every_panel_a_runbook_names_is_on_a_dashboard() -> None:
+    """A runbook names panels in italics (``*Recovery ratio*``), by title or its beginning."""
+    titles = _panel_titles()
+    named = {
+        (page.name, name)
+        for page in (ROOT / "docs" / "runbooks").glob("*.md")
+        for name in re.findall(r"(?<![*\w])\*([A-Z][^*\n]+)\*(?!\*)", page.read_text())
+    }
+    assert len(named) > 20
+    missing = sorted(
+        f"{page}: {name}" for page, name in named if not any(t.startswith(name) for t in titles)
+    )
+    assert not missing, missing

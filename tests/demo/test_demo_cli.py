@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import resource
 import socket
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from symfonic_otel.cli import main
+from symfonic_otel.dashboards import bundled_files
 from symfonic_otel.demo.report import histogram_quantile
 
 DEMO = [sys.executable, "-m", "symfonic_otel", "demo"]
@@ -117,6 +120,8 @@ def test_dashboards_export_writes_every_file(
         "prometheus/prometheus.yml",
         "prometheus/prometheus-collector.yml",
         "collector/otel-collector.yaml",
+        "victoriametrics/vmagent.yml",
+        "victoriametrics/vmalert.env",
     ):
         assert expected in written
         assert (tmp_path / "out" / expected).stat().st_size > 0
@@ -233,6 +238,37 @@ def test_export_with_force_overwrites_and_lists_what_it_wrote(tmp_path: Path) ->
     assert runbooks.startswith(f"Runbooks: {tmp_path / 'runbooks'}/<alert>/README.md")
     assert "runbook_base_url" in runbooks
     assert (tmp_path / "README.md").read_text() != "my notes\n"
+
+
+def _small_disk() -> None:
+    """In the child: files can grow to 8 KB only, as on a disk that fills up mid-export (a
+    bigger write fails with EFBIG; Python ignores SIGXFSZ, so it is an OSError)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new folder", "existing folder"])
+def test_export_on_a_full_disk_names_the_file_and_leaves_nothing_so_the_next_run_works(
+    tmp_path: Path, existing: bool
+) -> None:
+    out = tmp_path / "out"
+    if existing:
+        out.mkdir()
+        (out / "notes.txt").write_text("mine\n")
+    failed = subprocess.run(
+        [*CLI, "dashboards", "export", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=_small_disk,
+    )
+    line = _one_line_error(failed, f"cannot write {out}/", "nothing was written")
+    assert re.search(r"cannot write \S+\.(json|yml): ", line), line  # a file over 8 KB
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert left == (["out", "out/notes.txt"] if existing else []), left
+    again = _cli("dashboards", "export", str(out))
+    assert again.returncode == 0, again.stderr
+    assert len(again.stdout.splitlines()) == len(bundled_files())
 
 
 def test_export_to_an_empty_path_is_an_error(tmp_path: Path) -> None:
@@ -358,3 +394,72 @@ def test_the_sample_trace_is_titled_by_how_its_run_ended() -> None:
     best = sampler.best()
     assert best is not None and best[:2] == ("r2", "a silent bail")
     provider.shutdown()
+
+
+def _docs_default_rate() -> float:
+    page = Path(__file__).resolve().parents[2] / "docs" / "guides" / "demo.md"
+    text = " ".join(page.read_text().split())
+    match = re.search(
+        r"in the default run \(`symfonic-otel demo`[^)]*\) ([\d.]+) % of its runs", text
+    )
+    assert match, "the demo page gives no default-run figure"
+    return float(match.group(1))
+
+
+def test_the_default_run_explains_first_orders_its_trace_and_ends_with_the_next_step() -> None:
+    result = _run()
+    assert result.returncode == 0, result.stderr[-2000:]
+    err = " ".join(result.stderr.split())
+    # An explanation comes before anything else, then the noisy tenant and why it is there.
+    assert err.startswith("symfonic-otel demo: 240 runs of the reference ReAct agent")
+    assert err.index("recorded with OpenTelemetry") < err.index("Noisy tenants: globex")
+    # The demo page's figure is this run's.
+    rates = {cells[0]: float(cells[3].rstrip(" %")) for cells in _tenant_rows(result.stdout)}
+    assert rates["globex"] == _docs_default_rate()
+    # "empty" names one thing per place: the bail column and the answers are told apart.
+    assert "empty completion" in result.stdout and "empty_answer=" in result.stdout
+    assert not re.search(r"\bempty=", result.stdout)
+    # The loop's end comes after the calls that led to it, before the fallback's call.
+    tree = result.stdout.split("One run's trace (")[1].split("Next:")[0].splitlines()
+    at = next(i for i, line in enumerate(tree) if "symfonic.react.loop_end" in line)
+    assert any("node=react " in line for line in tree[:at])
+    assert not any("node=react " in line for line in tree[at:])
+    assert any("react_synthesize_fallback" in line for line in tree[at:])
+    # It ends with the next step.
+    tail = " ".join(result.stdout.split("Next:")[1].split())
+    assert "--prometheus-port" in tail and "operator guide" in tail
+
+
+def test_a_count_of_one_tenant_keeps_the_noisy_tenant() -> None:
+    result = _run("--tenants", "1", "--runs", "5")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Noisy tenants: globex (silent_bail)" in " ".join(result.stderr.split())
+    assert [cells[0] for cells in _tenant_rows(result.stdout)] == ["globex"]
+
+
+def test_named_tenants_without_the_noisy_one_say_there_is_none() -> None:
+    result = _run("--tenants", "acme,hooli", "--runs", "5")
+    assert result.returncode == 0, result.stderr[-2000:]
+    err = " ".join(result.stderr.split())
+    assert "Noisy tenants: none: globex is not among --tenants" in err
+
+
+def test_the_otlp_endpoints_named_are_the_sdks_without_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from symfonic_otel.demo.flush import otlp_endpoints
+
+    for name in list(os.environ):
+        if name.startswith("OTEL_EXPORTER_OTLP"):
+            monkeypatch.delenv(name)
+    assert otlp_endpoints() == (["http://localhost:4317"], False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    assert otlp_endpoints() == (
+        ["http://localhost:4318/v1/traces", "http://localhost:4318/v1/metrics"],
+        False,
+    )
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://user:secret@otel.example:4318/")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "https://metrics.example/in")
+    endpoints, configured = otlp_endpoints()
+    assert endpoints == ["https://otel.example:4318/v1/traces", "https://metrics.example/in"]
+    assert configured and "secret" not in repr(endpoints)

@@ -257,7 +257,8 @@ def test_ctrl_c_during_the_final_flush_keeps_the_summary_and_exits_130(
 
 @pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
 def test_no_collector_costs_no_wait_and_one_line(demo_env: dict[str, str], protocol: str) -> None:
-    demo = Demo("--otlp", "--runs", "20", env=_otlp_env(demo_env, refused_endpoint(), protocol))
+    endpoint = refused_endpoint()
+    demo = Demo("--otlp", "--runs", "20", env=_otlp_env(demo_env, endpoint, protocol))
     try:
         code, out, err = demo.finish()
     finally:
@@ -267,7 +268,11 @@ def test_no_collector_costs_no_wait_and_one_line(demo_env: dict[str, str], proto
     assert demo.exited_at - flush_started < 3.0  # the SDK's own retries: 10 s per signal
     for noise in SDK_NOISE:
         assert noise not in err
-    assert " ".join(err.split()).count("OTLP export failed (") == 1
+    line = " ".join(err.split())
+    assert line.count("OTLP export failed (") == 1
+    # The line names the endpoint it used (over HTTP, each signal's path under it).
+    used = endpoint if protocol == "grpc" else f"{endpoint}/v1/traces and {endpoint}/v1/metrics"
+    assert f"no collector accepted the telemetry at {used} (from the OTEL_EXPORTER_OTLP_" in line
     assert "Traceback" not in err
     assert "How to read these counts:" in out
 

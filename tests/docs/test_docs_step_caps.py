@@ -14,8 +14,10 @@ EXAMPLE = DOCS / "examples" / "step_caps.py"
 
 
 def test_example_records_the_capped_run_as_a_silent_bail() -> None:
+    # LangChain 1.x's create_agent, not LangGraph's deprecated create_react_agent: the example
+    # runs with deprecation warnings as errors.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("error", DeprecationWarning)
         main = runpy.run_path(str(EXAMPLE))["main"]
         summary = main()
     assert summary == {

@@ -62,6 +62,22 @@ def test_a_busy_prometheus_port_is_an_oserror_with_the_hint() -> None:
     assert isinstance(raised.value, ValueError)  # what it was before, still caught as such
 
 
+@pytest.mark.parametrize("host", ["192.0.2.1", "no-such-host.invalid"])
+def test_a_host_that_is_not_this_machine_gets_the_host_hint_not_the_port_one(host: str) -> None:
+    with pytest.raises(PrometheusPortError) as raised:
+        configure_telemetry(
+            service_name="t",
+            otlp=False,
+            prometheus_port=0,
+            prometheus_host=host,
+            set_global=False,
+        )
+    message = str(raised.value)
+    assert f"prometheus_host {host!r}" in message
+    assert "not an address of this machine" in message
+    assert "pick another" not in message
+
+
 def test_port_zero_picks_a_free_port() -> None:
     with configure_telemetry(
         service_name="t", otlp=False, prometheus_port=0, set_global=False

@@ -221,3 +221,41 @@ def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
     evicted = {semconv.TELEMETRY_EVENT: "smolagents.run_evicted"}
     assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
     assert adapter.open_runs == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_tool_that_raised_has_its_execute_tool_span_marked_with_error_type(
+    telemetry: InMemoryTelemetry, kind: str
+) -> None:
+    adapter = _adapter(telemetry, capture_content=True)
+    built, _ = agent(kind, ["broken", ANSWER], adapter.step_callbacks())
+    with tenant_scope("acme"):
+        assert run(built) == ANSWER
+    failed = built.memory.steps[1]
+    assert failed.error is not None
+    if kind == "tool_calling":  # smolagents keeps the failed call on the model output only
+        assert failed.tool_calls is None
+        assert failed.model_output_message.tool_calls[0].function.name == "lookup"
+    tools = [s for s in telemetry.spans() if s.name.startswith("execute_tool")]
+    marked = [s for s in tools if (s.attributes or {}).get(semconv.ERROR_TYPE) is not None]
+    assert len(marked) == 1, [s.name for s in tools]
+    span = marked[0]
+    attributes = dict(span.attributes or {})
+    assert attributes[semconv.ERROR_TYPE] == semconv.TOOL_ERROR_TYPE
+    if kind == "tool_calling":
+        assert span.name == "execute_tool lookup"
+        assert attributes[semconv.GEN_AI_TOOL_CALL_ID] == "c0"
+        assert '"key": "k"' in str(attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+    else:  # a code step is one python_interpreter call, recorded before the code ran
+        assert span.name == "execute_tool python_interpreter"
+    root = telemetry.span(RUN_SPAN)
+    assert span.parent is not None and span.parent.span_id == root.context.span_id
+    assert_answered(telemetry, "acme")
+
+
+def test_tool_calls_that_returned_are_not_marked_failed(telemetry: InMemoryTelemetry) -> None:
+    adapter = _adapter(telemetry)
+    built, _ = agent("tool_calling", ["tool", ANSWER], adapter.step_callbacks())
+    run(built)
+    span = telemetry.span("execute_tool add")
+    assert semconv.ERROR_TYPE not in (span.attributes or {})

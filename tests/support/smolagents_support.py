@@ -1,10 +1,10 @@
 """smolagents agents over a scripted model (a ``Model`` subclass), run through each entry point.
 
 The script's ``"tool"`` turns call ``add`` (a tool call for a ``ToolCallingAgent``, a code
-block for a ``CodeAgent``), ``"raise"`` fails the call, any other string is the final answer
-(``final_answer``). Once the script is spent, the model answers the forced final-answer call
-with ``FORCED`` (or fails, or answers blank, as the test asks). Every reply reports its token
-usage, as smolagents' models do.
+block for a ``CodeAgent``), ``"broken"`` calls ``lookup``, a tool that raises, ``"raise"``
+fails the call, any other string is the final answer (``final_answer``). Once the script is
+spent, the model answers the forced final-answer call with ``FORCED`` (or fails, or answers
+blank, as the test asks). Every reply reports its token usage, as smolagents' models do.
 """
 
 from __future__ import annotations
@@ -39,6 +39,16 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@tool
+def lookup(key: str) -> str:
+    """Look a key up (it always fails, as a tool that raises).
+
+    Args:
+        key: The key.
+    """
+    raise KeyError(key)
+
+
 class ScriptedModel(Model):
     """Plays ``turns``, then answers the forced final-answer call with ``forced``."""
 
@@ -60,12 +70,15 @@ class ScriptedModel(Model):
         if turn == "raise":
             raise RuntimeError("provider down")
         if self.code:
-            code = "result = add(a=1, b=2)" if turn == "tool" else f"final_answer({turn!r})"
+            code = {"tool": "result = add(a=1, b=2)", "broken": "result = lookup(key='k')"}.get(
+                turn, f"final_answer({turn!r})"
+            )
             content = f"Thought: go.\n<code>\n{code}\n</code>"
             return ChatMessage(MessageRole.ASSISTANT, content, token_usage=usage)
-        name, arguments = (
-            ("add", {"a": 1, "b": 2}) if turn == "tool" else ("final_answer", {"answer": turn})
-        )
+        name, arguments = {
+            "tool": ("add", {"a": 1, "b": 2}),
+            "broken": ("lookup", {"key": "k"}),
+        }.get(turn, ("final_answer", {"answer": turn}))
         call = ChatMessageToolCall(
             ChatMessageToolCallFunction(arguments, name), f"c{index}", "function"
         )
@@ -86,7 +99,7 @@ def agent(
     scripted = ScriptedModel(turns, code=kind == "code", **model)
     cls = CodeAgent if kind == "code" else ToolCallingAgent
     built = cls(
-        tools=[add],
+        tools=[add, lookup],
         model=scripted,
         name="helper",
         description="Adds.",
