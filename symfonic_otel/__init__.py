@@ -10,6 +10,7 @@ from symfonic_otel._version import __version__
 if TYPE_CHECKING:
     from symfonic_otel.emit.pricing import ModelPrice
     from symfonic_otel.emit.tenancy import tenant_scope
+    from symfonic_otel.export.retention import OutcomeRetentionSpanProcessor
     from symfonic_otel.export.setup import configure_telemetry
     from symfonic_otel.handler import OTelCallbackHandler
     from symfonic_otel.langchain import LangChainCallbackHandler
@@ -19,6 +20,7 @@ __all__ = [
     "LangChainCallbackHandler",
     "ModelPrice",
     "OTelCallbackHandler",
+    "OutcomeRetentionSpanProcessor",
     "SilentBailSpanProcessor",
     "__version__",
     "configure_telemetry",
@@ -33,6 +35,7 @@ _PUBLIC: Final = {
     "LangChainCallbackHandler": "symfonic_otel.langchain",
     "ModelPrice": "symfonic_otel.emit.pricing",
     "OTelCallbackHandler": "symfonic_otel.handler",
+    "OutcomeRetentionSpanProcessor": "symfonic_otel.export.retention",
     "SilentBailSpanProcessor": "symfonic_otel.spans",  # needs the SDK's SpanProcessor
     "configure_telemetry": "symfonic_otel.export.setup",
     "tenant_scope": "symfonic_otel.emit.tenancy",

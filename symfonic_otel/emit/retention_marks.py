@@ -60,8 +60,8 @@ def judges_present() -> bool:
     return any(ref() is not None for ref in _judges)
 
 
-def keep_trace(span_context: SpanContext) -> bool:
-    """Mark the trace of ``span_context`` to be exported whole; never raises.
+def keep_trace(span_context: SpanContext | int) -> bool:
+    """Mark the trace of ``span_context`` (or a trace id) to be exported whole; never raises.
 
     Returns ``False`` only when a retention processor has already dropped the trace (decided
     early, past its bounds): the caller then leaves the trace id off its exemplar.
@@ -71,7 +71,7 @@ def keep_trace(span_context: SpanContext) -> bool:
         return True
     kept = True
     try:
-        trace_id = span_context.trace_id
+        trace_id = span_context if isinstance(span_context, int) else span_context.trace_id
         for ref in retentions:
             retention = ref()
             if retention is not None and not retention.mark_keep(trace_id):
