@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
-from collections.abc import Iterable
 from typing import Final
 
-from opentelemetry import metrics
 from opentelemetry.context import Context
-from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from symfonic_otel import semconv
-from symfonic_otel._version import __version__
 from symfonic_otel.emit import retention_marks
+from symfonic_otel.export.retention_metrics import observe_retention
 from symfonic_otel.export.retention_rules import (
     check_ratio,
     estimated_bytes,
@@ -56,6 +53,13 @@ _UNSAMPLED: Final = 2
 _EARLY: Final = 3
 _LATE: Final = 4  # dropped early, and then it failed: counted once
 _OUR_SCOPE: Final = semconv.SCOPE_NAME
+_DECISIONS: Final = (
+    ("kept", "outcome"),
+    ("kept", "ratio"),
+    ("dropped", "ratio"),
+    ("kept", "capacity"),
+    ("dropped", "capacity"),
+)
 
 
 class _Held:
@@ -120,7 +124,8 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
         self._held_bytes = 0
         self._parked = 0
         self._closed = False
-        self._traces: dict[tuple[str, str], int] = {}
+        # Every decision at zero from the start, so ``rate()`` sees the first one.
+        self._traces = dict.fromkeys(_DECISIONS, 0)
         self._dropped = dict.fromkeys(
             (semconv.RETENTION_DROP_UNSAMPLED, semconv.RETENTION_DROP_DECIDED_EARLY), 0
         )
@@ -128,7 +133,7 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
         self._failures = FailureLog()
         if self._holding:
             retention_marks.register_retention(self)
-        self._observe(meter_provider)
+        observe_retention(self, meter_provider)
 
     # --- what is kept -------------------------------------------------------------------------
 
@@ -245,9 +250,10 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
 
     @property
     def decisions(self) -> dict[tuple[str, str], int]:
-        """Traces decided, by (``kept`` / ``dropped``, ``outcome`` / ``ratio`` / ``capacity``)."""
+        """Traces decided, by (``kept`` / ``dropped``, ``outcome`` / ``ratio`` / ``capacity``);
+        only the pairs that occurred."""
         with self._lock:
-            return dict(self._traces)
+            return {pair: count for pair, count in self._traces.items() if count}
 
     @property
     def dropped_spans(self) -> dict[str, int]:
@@ -258,6 +264,11 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
     @property
     def late_keeps(self) -> int:
         return self._late_keeps
+
+    def decision_counts(self) -> dict[tuple[str, str], int]:
+        """Every (decision, basis) pair, zero or not (for the counter)."""
+        with self._lock:
+            return dict(self._traces)
 
     # --- internals (called with the lock held, except ``_export``) ----------------------------
 
@@ -355,45 +366,3 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
                 on_end(span)
             except Exception as exc:
                 self._failures.report("trace_retention_export", exc)
-
-    def _observe(self, meter_provider: MeterProvider | None) -> None:
-        """The counters, read from this processor at each collection (held weakly)."""
-        meter = metrics.get_meter(semconv.SCOPE_NAME, __version__, meter_provider=meter_provider)
-        ref = weakref.ref(self)
-
-        def traces(options: CallbackOptions) -> Iterable[Observation]:
-            processor = ref()
-            decisions = processor.decisions if processor is not None else {}
-            return [
-                Observation(count, {semconv.RETENTION_DECISION: kept, semconv.RETENTION_BASIS: by})
-                for (kept, by), count in decisions.items()
-            ]
-
-        def dropped(options: CallbackOptions) -> Iterable[Observation]:
-            processor = ref()
-            drops = processor.dropped_spans if processor is not None else {}
-            return [
-                Observation(count, {semconv.TELEMETRY_DROP_REASON: reason})
-                for reason, count in drops.items()
-            ]
-
-        def late(options: CallbackOptions) -> Iterable[Observation]:
-            processor = ref()
-            return [Observation(processor.late_keeps)] if processor is not None else []
-
-        def held(options: CallbackOptions) -> Iterable[Observation]:
-            processor = ref()
-            return [Observation(processor.held_spans)] if processor is not None else []
-
-        for spec, callback in (
-            (semconv.RETENTION_TRACES, traces),
-            (semconv.RETENTION_DROPPED_SPANS, dropped),
-            (semconv.RETENTION_LATE_KEEPS, late),
-        ):
-            meter.create_observable_counter(
-                spec.name, callbacks=[callback], unit=spec.unit, description=spec.description
-            )
-        spec = semconv.RETENTION_HELD_SPANS
-        meter.create_observable_up_down_counter(
-            spec.name, callbacks=[held], unit=spec.unit, description=spec.description
-        )
