@@ -31,8 +31,10 @@ from symfonic_otel import semconv
 from symfonic_otel.emit import retention_marks
 from symfonic_otel.export.retention_metrics import observe_retention
 from symfonic_otel.export.retention_rules import (
+    attributes_of,
     check_ratio,
     estimated_bytes,
+    events_of,
     outcome_keeps,
     ratio_bound,
     ratio_keeps,
@@ -185,7 +187,14 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
-            if self._holding and span.context.trace_flags.sampled:
+            parent = span.parent
+            # A trace is known from its local root's start (marks reach it from then on); a
+            # child's start needs nothing.
+            if (
+                self._holding
+                and (parent is None or parent.is_remote)
+                and span.context.trace_flags.sampled
+            ):
                 trace_id = span.context.trace_id
                 out: list[ReadableSpan] = []
                 with self._lock:
@@ -273,14 +282,18 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
     # --- internals (called with the lock held, except ``_export``) ----------------------------
 
     def _hold(self, span: ReadableSpan, trace_id: int) -> list[ReadableSpan]:
-        keep = outcome_keeps(span)
-        size = estimated_bytes(span)
+        attributes = attributes_of(span)
+        events = events_of(span)
+        keep = outcome_keeps(span, attributes, events)
+        size = estimated_bytes(span, attributes, events)
         parent = span.parent
         is_root = parent is None or parent.is_remote
         scope = span.instrumentation_scope
         foreign = scope is None or scope.name != _OUR_SCOPE
+        out: list[ReadableSpan] = []
         with self._lock:
-            out = self._settle_parked(force=False) if self._parked else []
+            if self._parked:
+                out = self._settle_parked(force=False)
             code = self._decided.get(trace_id)
             if code is not None:  # a span ending after its trace was decided
                 if code == _KEPT:
@@ -296,8 +309,10 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
                 held = self._held[trace_id] = _Held()
             held.spans.append(span)
             held.size += size
-            held.keep = held.keep or keep
-            held.foreign = held.foreign or foreign
+            if keep:
+                held.keep = True
+            if foreign:
+                held.foreign = True
             self._held_spans += 1
             self._held_bytes += size
             if is_root:
@@ -307,7 +322,12 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
                     self._parked += 1
                 else:
                     out += self._decide(trace_id, "outcome")
-            out += self._enforce_bounds()
+            if (
+                self._held_spans > self.max_held_spans
+                or self._held_bytes > self.max_held_bytes
+                or len(self._held) > self.max_held_spans
+            ):
+                out += self._enforce_bounds()
         return out
 
     def _decide(self, trace_id: int, basis: str) -> list[ReadableSpan]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 from opentelemetry.trace import StatusCode
 
@@ -30,6 +31,15 @@ _KEPT_STOPS: Final = frozenset(
         semconv.STOP_REASON_INTERRUPTED,
     }
 )
+_OUTCOME_KEYS: Final = frozenset(
+    {
+        semconv.RUN_OUTCOME,
+        semconv.REACT_TERMINATION_REASON,
+        semconv.RUN_STOP_REASON,
+        semconv.RESPONSE_EMPTY,
+        semconv.SYNTHESIS_RECOVERED,
+    }
+)
 _KEPT_NODES: Final = frozenset({semconv.NODE_SYNTHESIZE_FALLBACK})
 _KEPT_EVENTS: Final = frozenset(
     {semconv.EVENT_FABRICATION_DETECTED, semconv.EVENT_AGENT_LOOP_DETECTED}
@@ -37,7 +47,7 @@ _KEPT_EVENTS: Final = frozenset(
 # What a held span weighs beyond its attribute and event text, measured with tracemalloc on the
 # reference loop's spans (benchmarks/retention.py): the span object, its context, status,
 # attribute mapping and bookkeeping.
-SPAN_OVERHEAD_BYTES: Final = 1_200
+SPAN_OVERHEAD_BYTES: Final = 2_000
 _ITEM_OVERHEAD_BYTES: Final = 100
 _EVENT_OVERHEAD_BYTES: Final = 400
 
@@ -91,9 +101,26 @@ def ratio_keeps(trace_id: int, bound: int) -> bool:
     return trace_id & TraceIdRatioBased.TRACE_ID_LIMIT < bound
 
 
-def outcome_keeps(span: ReadableSpan) -> bool:
+def attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
+    """The span's attributes as a plain dict when the SDK keeps one (most keys looked up here
+    are missing, and the SDK's mapping answers a missing key by raising underneath)."""
+    bounded = getattr(span, "_attributes", None)
+    plain = getattr(bounded, "_dict", None)
+    if isinstance(plain, dict):
+        return plain
+    return span.attributes or {}
+
+
+def events_of(span: ReadableSpan) -> Sequence[Event]:
+    """The span's events without the copy the SDK's ``events`` property makes each time."""
+    raw = getattr(span, "_events", None)
+    return raw if raw is not None else span.events
+
+
+def outcome_keeps(
+    span: ReadableSpan, attributes: Mapping[str, Any], events: Sequence[Event]
+) -> bool:
     """Whether ``span`` shows its run must be kept (see the module docstring)."""
-    attributes = span.attributes or {}
     get = attributes.get
     if span.status.status_code is StatusCode.ERROR:
         parent = span.parent
@@ -101,35 +128,34 @@ def outcome_keeps(span: ReadableSpan) -> bool:
             return True
         if get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_INVOKE_AGENT:
             return True
-    if attributes:
-        if get(semconv.RUN_OUTCOME) in _KEPT_OUTCOMES:
-            return True
-        if get(semconv.REACT_TERMINATION_REASON) is not None:
-            return True
-        if get(semconv.RUN_STOP_REASON) in _KEPT_STOPS:
-            return True
-        if get(semconv.RESPONSE_EMPTY) is True and get(semconv.RUN_PAUSED) is not True:
-            return True
-        if get(semconv.NODE_NAME) in _KEPT_NODES or get(semconv.SYNTHESIS_RECOVERED) is not None:
-            return True
-    return any(event.name in _KEPT_EVENTS for event in span.events)
+    if get(semconv.NODE_NAME) in _KEPT_NODES:
+        return True
+    if not _OUTCOME_KEYS.isdisjoint(attributes) and (  # most spans carry none of them
+        get(semconv.RUN_OUTCOME) in _KEPT_OUTCOMES
+        or get(semconv.REACT_TERMINATION_REASON) is not None
+        or get(semconv.RUN_STOP_REASON) in _KEPT_STOPS
+        or (get(semconv.RESPONSE_EMPTY) is True and get(semconv.RUN_PAUSED) is not True)
+        or get(semconv.SYNTHESIS_RECOVERED) is not None
+    ):
+        return True
+    return len(events) > 0 and any(event.name in _KEPT_EVENTS for event in events)
 
 
-def estimated_bytes(span: ReadableSpan) -> int:
-    """About what holding ``span`` costs: a fixed overhead plus its attribute and event text."""
-    size = SPAN_OVERHEAD_BYTES + len(span.name)
-    for key, value in (span.attributes or {}).items():
-        size += _ITEM_OVERHEAD_BYTES + len(key) + _value_bytes(value)
-    for event in span.events:
-        size += _EVENT_OVERHEAD_BYTES + len(event.name)
-        for key, value in (event.attributes or {}).items():
-            size += _ITEM_OVERHEAD_BYTES + len(key) + _value_bytes(value)
+def estimated_bytes(
+    span: ReadableSpan, attributes: Mapping[str, Any], events: Sequence[Event]
+) -> int:
+    """About what holding ``span`` costs: a fixed overhead per span and per attribute, plus its
+    string values (the text that makes a span large)."""
+    size = SPAN_OVERHEAD_BYTES + _ITEM_OVERHEAD_BYTES * len(attributes)
+    for value in attributes.values():
+        if value.__class__ is str:
+            size += len(value)
+    if not len(events):
+        return size
+    for event in events:
+        values = event.attributes or {}
+        size += _EVENT_OVERHEAD_BYTES + _ITEM_OVERHEAD_BYTES * len(values)
+        for value in values.values():
+            if value.__class__ is str:
+                size += len(value)
     return size
-
-
-def _value_bytes(value: object) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, tuple | list):
-        return sum(len(item) if isinstance(item, str) else 8 for item in value) + 8 * len(value)
-    return 8
