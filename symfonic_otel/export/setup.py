@@ -56,7 +56,7 @@ from symfonic_otel.export.retention import OutcomeRetentionSpanProcessor
 from symfonic_otel.export.retention_rules import ratio_from_env
 from symfonic_otel.export.selection import choose_exporters
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
-from symfonic_otel.export.trace_exemplars import KeptTraceFilter, exports_spans
+from symfonic_otel.export.trace_exemplars import KeptTraceExemplarFilter, exports_spans
 from symfonic_otel.logs import FailureLog, get_logger
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def configure_telemetry(
         readers.append(prometheus_reader)
     readers.extend(metric_readers)
 
-    kept_traces = KeptTraceFilter(tracer_provider)
+    kept_traces = KeptTraceExemplarFilter(tracer_provider)
     try:
         # This package's instruments get a cardinality limit above the handlers' own series
         # budgets, so no tenant ever lands in the SDK's unlabelled overflow series.
@@ -217,7 +217,6 @@ def configure_telemetry(
         retention = OutcomeRetentionSpanProcessor(
             held, healthy_trace_ratio=ratio, meter_provider=meter_provider
         )
-        kept_traces.retention = retention
         tracer_provider.add_span_processor(retention)
     elif ratio < 1.0:
         log.info(

@@ -3,14 +3,15 @@
 An exemplar is a link to a trace; one naming a trace that was never exported leads nowhere. Two
 things make that happen: no trace exporter at all (the Prometheus-only setup still samples every
 span, so the SDK's trace-based filter puts their ids on every histogram), and outcome retention
-dropping a healthy run. ``KeptTraceFilter`` answers for both, per trace id; it is the SDK
-histograms' exemplar filter and the per-tenant counters' (``TenantHub.trace_filter``).
+dropping a healthy run. ``KeptTraceExemplarFilter`` answers for both, per trace id, from the
+span processors of the tracer provider as they are at that moment (an exporter added later
+counts); it is the SDK histograms' exemplar filter and the per-tenant counters'
+(``TenantHub.trace_filter``).
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Protocol
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -18,46 +19,53 @@ from opentelemetry.sdk.metrics import ExemplarFilter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.util.types import Attributes
 
-__all__ = ["KeptTraceFilter", "exports_spans"]
+__all__ = ["EXPORTS_NO_SPANS", "KeptTraceExemplarFilter", "exports_spans"]
 
 # Set on span processors that export nothing (the silent-bail span processor only counts).
 EXPORTS_NO_SPANS = "symfonic_exports_no_spans"
 
 
-class Retained(Protocol):
-    def will_export(self, trace_id: int) -> bool: ...
+def _processors(provider: TracerProvider) -> tuple[object, ...] | None:
+    multi = getattr(provider, "_active_span_processor", None)
+    processors = getattr(multi, "_span_processors", None)
+    return processors if isinstance(processors, tuple) else None
 
 
 def exports_spans(provider: TracerProvider) -> bool:
-    """Whether any span processor of ``provider`` may export (one that only counts does not).
-
-    Read from the provider's processor list each time, so an exporter added after
-    ``configure_telemetry`` counts; an SDK whose internals moved is taken to export.
-    """
-    multi = getattr(provider, "_active_span_processor", None)
-    processors = getattr(multi, "_span_processors", None)
-    if not isinstance(processors, tuple):
+    """Whether any span processor of ``provider`` may export (one that only counts does not);
+    an SDK whose internals moved is taken to export."""
+    processors = _processors(provider)
+    if processors is None:
         return True
     return any(not getattr(p, EXPORTS_NO_SPANS, False) for p in processors)
 
 
-class KeptTraceFilter(ExemplarFilter):
-    """Accepts a measurement's span only if its trace is exported.
+class KeptTraceExemplarFilter(ExemplarFilter):
+    """Accepts a measurement's span only if a span processor of ``tracer_provider`` exports its
+    trace: none that exports, no exemplar; outcome retention, only the traces it keeps (failing
+    runs, and healthy runs the ratio keeps); any other processor, every sampled span.
 
-    No exporting span processor on the tracer provider: no exemplar. With outcome retention:
-    only traces it keeps (marked failing runs, and healthy runs the ratio keeps).
+    ``MeterProvider(exemplar_filter=KeptTraceExemplarFilter(tracer_provider), ...)``.
     """
 
-    def __init__(self, provider: TracerProvider, retention: Retained | None = None) -> None:
-        self._provider = weakref.ref(provider)
-        self.retention = retention
+    def __init__(self, tracer_provider: TracerProvider) -> None:
+        self._provider = weakref.ref(tracer_provider)
 
     def links(self, trace_id: int) -> bool:
         """Whether an exemplar may name ``trace_id``."""
         provider = self._provider()
-        if provider is None or not exports_spans(provider):
+        if provider is None:
             return False
-        return self.retention is None or self.retention.will_export(trace_id)
+        processors = _processors(provider)
+        if processors is None:
+            return True
+        for processor in processors:
+            if getattr(processor, EXPORTS_NO_SPANS, False):
+                continue
+            will_export = getattr(processor, "will_export", None)
+            if will_export is None or will_export(trace_id):
+                return True
+        return False
 
     def should_sample(
         self,
