@@ -192,6 +192,7 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
             # child's start needs nothing.
             if (
                 self._holding
+                and not self._closed
                 and (parent is None or parent.is_remote)
                 and span.context.trace_flags.sampled
             ):
