@@ -8,6 +8,7 @@
     python benchmarks/run.py --split    # the ReAct turn: spans and our Python vs metric work
     python benchmarks/run.py --tenants 10,100,1000,10000  # cost per tenant count (tenants.py)
     python benchmarks/run.py --churn 10000,50000,100000,300000  # tenants come and go (churn.py)
+    python benchmarks/run.py --retention  # outcome retention: cost, exported bytes, held memory
 
 The reference is the *SDK minimum* (``minimum.py``): a subject that makes exactly our telemetry
 (the same spans with the same attributes, the same histogram records and counter adds with the
@@ -25,9 +26,9 @@ The peers (OpenLLMetry, OpenInference) are measured when installed (``pip instal
 
 This file only parses the command line and dispatches: one module per benchmark
 (``langchain_path.py``, ``split_path.py``, ``events_path.py``, ``loop_overhead.py``,
-``memory.py``, ``profiling.py``, ``tenants.py``, ``churn.py``), the shared measurement and table in
-``measure.py``. A new benchmark: a module with a ``main(args) -> int``, one flag in
-``build_parser`` and one entry in ``MODES``.
+``memory.py``, ``profiling.py``, ``tenants.py``, ``churn.py``, ``retention.py``), the shared
+measurement and table in ``measure.py``. A new benchmark: a module with a
+``main(args) -> int``, one flag in ``build_parser`` and one entry in ``MODES``.
 """
 
 from __future__ import annotations
@@ -81,7 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="only tenants coming and going (benchmarks/churn.py): tenants ever seen at each "
         "step, e.g. 10000,50000,100000,300000 (1,000 active)",
     )
+    parser.add_argument(
+        "--retention",
+        action="store_true",
+        help="only outcome retention (retention.py): cost per turn at ratios 1.0, 0.1 and 0.01 "
+        "side by side, spans and bytes exported per 1,000 runs, memory held at 10,000 open runs",
+    )
     return parser
+
+
+def _retention(args: argparse.Namespace) -> int:
+    import retention
+
+    return retention.main(args)
 
 
 def _churn(args: argparse.Namespace) -> int:
@@ -133,6 +146,7 @@ MODES: list[tuple[str, Callable[[argparse.Namespace], int]]] = [
     ("tenants", _tenants),
     ("profile", _profile),
     ("split", _split),
+    ("retention", _retention),
 ]
 
 

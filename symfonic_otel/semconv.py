@@ -440,3 +440,43 @@ PYDANTIC_AI_FINAL_RESULT: Final = "final_result"
 DEFAULT_RUN_NAMES: Final = frozenset({"LangGraph", "RunnableSequence", "RunnableLambda"})
 # Where the processor looks for a run's tenant by default, first found wins.
 SPAN_TENANT_ATTRIBUTES: Final = (TENANT_ID, f"{TRACELOOP_ASSOCIATION_PREFIX}tenant_id")
+
+# --- trace retention: keep every failing run's trace whole, a share of the healthy ones --------
+HEALTHY_TRACE_RATIO_ENV: Final = "SYMFONIC_OTEL_HEALTHY_TRACE_RATIO"
+# The loop detector's span event (on the run span, at detection): a looping run is always kept.
+EVENT_AGENT_LOOP_DETECTED: Final = "symfonic.agent.loop_detected"
+RETENTION_DECISION: Final = "symfonic.retention.decision"  # ``kept`` or ``dropped``
+RETENTION_BASIS: Final = "symfonic.retention.basis"  # ``outcome``, ``ratio`` or ``capacity``
+RETENTION_DROP_UNSAMPLED: Final = "unsampled"  # a healthy run the ratio did not choose
+RETENTION_DROP_DECIDED_EARLY: Final = "decided_early"  # past the held-span bounds
+RETENTION_TRACES: Final = InstrumentSpec(
+    "symfonic.telemetry.retention.traces",
+    "counter",
+    "{trace}",
+    "Traces decided by outcome retention, by decision and basis (capacity: decided early).",
+)
+RETENTION_DROPPED_SPANS: Final = InstrumentSpec(
+    "symfonic.telemetry.retention.dropped_spans",
+    "counter",
+    "{span}",
+    "Spans outcome retention did not export: unsampled healthy runs, runs decided early.",
+)
+RETENTION_LATE_KEEPS: Final = InstrumentSpec(
+    "symfonic.telemetry.retention.late_keeps",
+    "counter",
+    "{trace}",
+    "Runs that failed after the held-span bounds had dropped their trace (not exported).",
+)
+RETENTION_HELD_SPANS: Final = InstrumentSpec(
+    "symfonic.telemetry.retention.held_spans",
+    "updown_counter",
+    "{span}",
+    "Spans held in process until their run's local root span ends.",
+)
+ALL_INSTRUMENTS = (
+    *ALL_INSTRUMENTS,
+    RETENTION_TRACES,
+    RETENTION_DROPPED_SPANS,
+    RETENTION_LATE_KEEPS,
+    RETENTION_HELD_SPANS,
+)

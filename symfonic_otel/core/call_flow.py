@@ -25,6 +25,7 @@ from symfonic_otel.core.handler_core import (
 )
 from symfonic_otel.core.steps import PendingModelCall
 from symfonic_otel.emit.recorder import span_link
+from symfonic_otel.emit.retention_marks import keep_trace
 from symfonic_otel.emit.spans import CallContext
 from symfonic_otel.read import extract as ex
 from symfonic_otel.read import extract_steps as xs
@@ -153,6 +154,8 @@ class CallFlow:
                 clean_attributes(hints.attributes) if hints.attributes else None,
             ),
         )
+        if recovered is not None:  # a synthesis fallback: the run's trace is kept whole
+            keep_trace(span_context)
         if run is None and call.run_id:  # no run id at all is a standalone call, not a loss
             core.drop("llm_end", UNKNOWN_RUN)
         if call.timing.malformed:

@@ -26,6 +26,7 @@ from symfonic_otel.core.handler_core import (
 )
 from symfonic_otel.core.runs import OpenRun
 from symfonic_otel.emit.recorder import span_link
+from symfonic_otel.emit.retention_marks import keep_trace
 from symfonic_otel.emit.vocabulary import TERMINATION_REASONS
 from symfonic_otel.read import extract as ex
 from symfonic_otel.read import extract_steps as xs
@@ -97,6 +98,8 @@ class RunFlow:
             return
         core.close_steps(run)
         end = ex.run_end(event, answered, run.termination_reason is not None, core.max_run_ms)
+        if end.outcome != "completed":  # errored or cancelled: its trace is kept whole
+            keep_trace(run.span.get_span_context())
         paused = run.paused
         empty = None if paused is not None else end.empty  # waiting for an answer: not blank
         core.spans.end_run(
@@ -137,6 +140,7 @@ class RunFlow:
         """End a run whose AgentEnd never came: outcome ``abandoned``, counted as an orphan."""
         core = self._core
         core.close_steps(run)
+        keep_trace(run.span.get_span_context())
         core.spans.abandon_run(run.span)
         emitter = run.metrics or core.metrics
         emitter.run_ended(run.tenant, "abandoned", None, None, run.iterations, None)
@@ -152,9 +156,10 @@ class RunFlow:
         # on. A run paused for its user is the exception: it has not answered yet.
         if not paused:
             if run is not None:
-                (run.metrics or core.metrics).silent_bail(
-                    run.tenant, reason, span_link(run.span.get_span_context())
-                )
+                # The bail's trace is kept whole; the exemplar names it unless it was lost.
+                context = run.span.get_span_context()
+                link = span_link(context) if keep_trace(context) else None
+                (run.metrics or core.metrics).silent_bail(run.tenant, reason, link)
             else:
                 core.metrics.silent_bail(core.tenant(None), reason)
         if run is None:
@@ -179,6 +184,7 @@ class RunFlow:
             core.drop("fabrication_detected", UNKNOWN_RUN if run_id else MALFORMED)
             return
         threshold = ex.number(event, "refuse_threshold")
+        keep_trace(run.span.get_span_context())
         core.spans.fabrication(run.span, mode, action, confidence, event, threshold)
 
     def pause(self, event: Any, kind: str, event_kind: str) -> None:

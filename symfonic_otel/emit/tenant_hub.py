@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from opentelemetry import metrics
@@ -45,6 +45,8 @@ class TenantHub:
         # weakly by the provider, which a reference from its own hub would keep alive forever).
         self.attached = False
         self.fallback = False  # reported through observable counters instead
+        # Whether an exemplar may name a trace id (``export.trace_exemplars``); None: any.
+        self.trace_filter: Callable[[int], bool] | None = None
 
     def add_store(self, store: TenantCounters) -> None:
         with self._lock:

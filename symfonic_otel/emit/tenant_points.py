@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from opentelemetry.sdk.metrics import Exemplar
@@ -86,8 +86,11 @@ class TenantPoints:
             with state.lock:
                 ours = self._deltas(state, time.time_ns())
         else:
+            links = getattr(self._hub, "trace_filter", None)
             ours = [
-                _metric(spec, _CUMULATIVE, [_point(s, s.total, s.start_ns, now) for s in series])
+                _metric(
+                    spec, _CUMULATIVE, [_point(s, s.total, s.start_ns, now, links) for s in series]
+                )
                 for spec, series in self._hub.families()
             ]
         return merge(data, [m for m in ours if m.data.data_points], self._resource)
@@ -95,6 +98,7 @@ class TenantPoints:
     def _deltas(self, state: _DeltaState, now: int) -> list[Metric]:
         metrics: list[Metric] = []
         since = state.last_ns
+        links = getattr(self._hub, "trace_filter", None)
         for spec, series in self._hub.families():
             before = state.last.get(spec.name, {})
             seen: dict[SeriesKey, tuple[int, float]] = {}
@@ -106,18 +110,20 @@ class TenantPoints:
                     last = 0
                 seen[s.key] = (s.start_ns, total)
                 if total != last:
-                    points.append(_point(s, total - last, max(since, s.start_ns), now))
+                    points.append(_point(s, total - last, max(since, s.start_ns), now, links))
             state.last[spec.name] = seen
             metrics.append(_metric(spec, _DELTA, points))
         state.last_ns = now
         return metrics
 
 
-def _point(series: Series, value: float, start_ns: int, now: int) -> NumberDataPoint:
+def _point(
+    series: Series, value: float, start_ns: int, now: int, links: Callable[[int], bool] | None
+) -> NumberDataPoint:
     exemplar = series.exemplar
     exemplars = (
         [Exemplar({}, exemplar[2], exemplar[3], span_id=exemplar[1], trace_id=exemplar[0])]
-        if exemplar is not None
+        if exemplar is not None and (links is None or links(exemplar[0]))
         else []
     )
     return NumberDataPoint(dict(series.attributes), start_ns, now, value, exemplars)

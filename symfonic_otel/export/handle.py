@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from symfonic_otel.export import lifecycle, sigterm
+from symfonic_otel.export.retention import OutcomeRetentionSpanProcessor
 from symfonic_otel.export.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
 from symfonic_otel.logs import get_logger
 
@@ -59,11 +60,14 @@ class Telemetry:
         prometheus_server: WSGIServer | None,
         prometheus_thread: threading.Thread | None,
         is_global: bool,
+        retention: OutcomeRetentionSpanProcessor | None = None,
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self.resource = resource
         self.is_global = is_global
+        # Outcome retention in front of the OTLP trace export (``healthy_trace_ratio`` < 1.0).
+        self.retention = retention
         self._span_processors = tuple(span_processors)
         self._exporters = tuple(exporters)
         self._prometheus_server = prometheus_server

@@ -11,6 +11,7 @@ shutdown are bounded in time, idempotent, and never hang the application on a de
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import warnings
@@ -21,6 +22,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.sdk.environment_variables import (
     OTEL_EXPORTER_OTLP_METRICS_PROTOCOL,
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
+    OTEL_METRICS_EXEMPLAR_FILTER,
 )
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
@@ -50,8 +52,11 @@ from symfonic_otel.export.exporters import (
 )
 from symfonic_otel.export.handle import Telemetry
 from symfonic_otel.export.prometheus import PrometheusEndpoint, start_prometheus
+from symfonic_otel.export.retention import OutcomeRetentionSpanProcessor
+from symfonic_otel.export.retention_rules import ratio_from_env
 from symfonic_otel.export.selection import choose_exporters
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
+from symfonic_otel.export.trace_exemplars import KeptTraceExemplarFilter, exports_spans
 from symfonic_otel.logs import FailureLog, get_logger
 
 if TYPE_CHECKING:
@@ -76,6 +81,7 @@ def configure_telemetry(
     otlp_metric_batch_size: int = DEFAULT_OTLP_METRIC_BATCH,
     span_processors: Sequence[SpanProcessor] = (),
     metric_readers: Sequence[MetricReader] = (),
+    healthy_trace_ratio: float | None = None,
 ) -> Telemetry:
     """Build SDK tracer and meter providers with exporters, and return a ``Telemetry`` handle.
 
@@ -104,6 +110,14 @@ def configure_telemetry(
       about 0.5 MB), so no message exceeds a collector's 4 MiB gRPC receive limit at any tenant
       count; OpenTelemetry defines no environment variable for it.
     * ``span_processors`` / ``metric_readers``: extra SDK components to add.
+    * ``healthy_trace_ratio``: below 1.0, the OTLP trace export holds each trace until its
+      local root span ends and exports every failing run whole (bailed, errored, cancelled,
+      abandoned, synthesis fallback, loop, fabrication) and healthy runs with this probability,
+      decided from the trace id (``OutcomeRetentionSpanProcessor``). Default
+      ``SYMFONIC_OTEL_HEALTHY_TRACE_RATIO``, else 1.0: every trace, nothing held.
+
+    Exemplars only name exported traces: with no span processor that exports, none carries a
+    trace id (logged once); under retention, only the traces it keeps.
     """
     _validate(
         service_name=service_name,
@@ -118,6 +132,7 @@ def configure_telemetry(
         otlp_metric_batch_size=otlp_metric_batch_size,
     )
     log = get_logger()
+    ratio = ratio_from_env(healthy_trace_ratio, log)
     failures = FailureLog()
 
     attributes: dict[str, str] = dict(resource_attributes or {})
@@ -141,12 +156,16 @@ def configure_telemetry(
     prometheus_thread: threading.Thread | None = None
 
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    held: DropCountingBatchSpanProcessor | None = None  # exported through retention
     if traces_otlp:
         span_exporter = otlp_span_exporter(traces_protocol)
         exporters.append(span_exporter)
         processor = DropCountingBatchSpanProcessor(span_exporter, failures=failures)
         batch_processors.append(processor)
-        tracer_provider.add_span_processor(processor)
+        if ratio < 1.0:
+            held = processor  # added behind retention, after the extra processors
+        else:
+            tracer_provider.add_span_processor(processor)
     if traces_console:
         # Synchronous on purpose: development output should appear in event order. ``out`` is
         # passed so a stdout redirected before this call is honoured (the SDK default binds the
@@ -176,6 +195,7 @@ def configure_telemetry(
         readers.append(prometheus_reader)
     readers.extend(metric_readers)
 
+    kept_traces = KeptTraceExemplarFilter(tracer_provider)
     try:
         # This package's instruments get a cardinality limit above the handlers' own series
         # budgets, so no tenant ever lands in the SDK's unlabelled overflow series.
@@ -184,12 +204,33 @@ def configure_telemetry(
             metric_readers=readers,
             shutdown_on_exit=False,
             views=[cardinality_view()],
+            exemplar_filter=kept_traces if _default_exemplar_filter() else None,
         )
     except Exception:
         if prometheus_server is not None:
             prometheus_server.shutdown()
             prometheus_server.server_close()
         raise
+
+    retention = None
+    if held is not None:
+        retention = OutcomeRetentionSpanProcessor(
+            held, healthy_trace_ratio=ratio, meter_provider=meter_provider
+        )
+        tracer_provider.add_span_processor(retention)
+    elif ratio < 1.0:
+        log.info(
+            "symfonic_otel.healthy_trace_ratio_unused",
+            healthy_trace_ratio=ratio,
+            reason="outcome retention applies to the OTLP trace export, and none is configured",
+        )
+    if not exports_spans(tracer_provider):
+        log.info(
+            "symfonic_otel.exemplars_without_trace_ids",
+            reason="no trace exporter is configured, so no run's trace is stored: exemplars "
+            "carry no trace ids until a span processor that exports is added (set "
+            "OTEL_EXPORTER_OTLP_ENDPOINT, or pass span_processors)",
+        )
 
     is_global = False
     if set_global:
@@ -219,6 +260,7 @@ def configure_telemetry(
 
     if is_global:
         tenant_hub.adopt_pending()  # handlers built before this call report from the start
+    tenant_hub.hub_for(meter_provider).trace_filter = kept_traces.links
     if prometheus_endpoint is not None:
         prometheus_endpoint.bind(tenant_hub.hub_for(meter_provider))
     observe_span_losses(meter_provider, batch_processors)
@@ -231,6 +273,7 @@ def configure_telemetry(
         prometheus_server=prometheus_server,
         prometheus_thread=prometheus_thread,
         is_global=is_global,
+        retention=retention,
     )
     # Endpoints and headers are deliberately not logged: URLs can carry credentials and
     # OTEL_EXPORTER_OTLP_HEADERS usually does.
@@ -246,8 +289,16 @@ def configure_telemetry(
             else None
         ),
         is_global=is_global,
+        healthy_trace_ratio=ratio,
     )
     return telemetry
+
+
+def _default_exemplar_filter() -> bool:
+    """Whether the SDK would pick its trace-based exemplar filter (``OTEL_METRICS_EXEMPLAR_FILTER``
+    unset or ``trace_based``); an explicit ``always_on`` / ``always_off`` is left to the SDK."""
+    raw = os.environ.get(OTEL_METRICS_EXEMPLAR_FILTER, "").strip().lower()
+    return raw in {"", "trace_based"}
 
 
 def _validate(

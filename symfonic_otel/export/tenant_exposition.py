@@ -112,6 +112,7 @@ class TenantExposition:
 
     def chunks(self, openmetrics: bool) -> Iterator[str]:
         """The exposition text, a family's header then its lines, ``CHUNK_LINES`` at a time."""
+        links = self._hub.trace_filter
         for spec, series in self._hub.families():
             if not series:
                 continue  # a counter with no series has no family, as from the exporter
@@ -123,10 +124,17 @@ class TenantExposition:
                     s.line = None  # every line gets the new keys
             yield family.headers[openmetrics]
             for start in range(0, len(series), CHUNK_LINES):
-                yield "".join(_lines(family, series[start : start + CHUNK_LINES], openmetrics))
+                yield "".join(
+                    _lines(family, series[start : start + CHUNK_LINES], openmetrics, links)
+                )
 
 
-def _lines(family: _Family, series: list[Series], openmetrics: bool) -> Iterator[str]:
+def _lines(
+    family: _Family,
+    series: list[Series],
+    openmetrics: bool,
+    links: Callable[[int], bool] | None,
+) -> Iterator[str]:
     for s in series:
         total = s.total
         line = s.line
@@ -135,7 +143,7 @@ def _lines(family: _Family, series: list[Series], openmetrics: bool) -> Iterator
             line = s.line = f"{prefix}{_format(total)}\n"
             s.line_total = total
         exemplar = s.exemplar if openmetrics else None
-        if exemplar is None:
+        if exemplar is None or (links is not None and not links(exemplar[0])):
             yield line
         else:
             trace_id, span_id, value, time_ns = exemplar

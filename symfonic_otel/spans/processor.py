@@ -25,6 +25,7 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv
 from symfonic_otel._version import __version__
 from symfonic_otel.core.handler_core import INTERNAL_ERROR
+from symfonic_otel.emit import retention_marks
 from symfonic_otel.emit.agents import AgentEmitters
 from symfonic_otel.emit.budget import agent_label_values
 from symfonic_otel.emit.metrics import MetricEmitter
@@ -44,9 +45,16 @@ DEFAULT_MAX_TENANTS: Final = 10_000
 DEFAULT_MAX_TRACES: Final = 10_000
 DEFAULT_TRACE_TTL_S: Final = 3600.0
 _EVENT_KIND: Final = "span_end"
+# Exits whose run's trace outcome retention keeps (with bails and every outcome but completed).
+_KEPT_STOPS: Final = frozenset(
+    {semconv.STOP_REASON_LOOP_DETECTED, semconv.STOP_REASON_RECURSION_LIMIT}
+)
 
 
 class SilentBailSpanProcessor(SpanProcessor):
+    # It only counts: exemplars may not name traces on its account (``export.trace_exemplars``).
+    symfonic_exports_no_spans = True
+
     """Derives runs, silent bails and stop reasons per tenant from GenAI spans others emit.
 
     ``tracer_provider.add_span_processor(SilentBailSpanProcessor(meter_provider=...))``.
@@ -126,6 +134,8 @@ class SilentBailSpanProcessor(SpanProcessor):
         self._fold_lock = threading.Lock()
         # Traces whose root never ends are judged at every metric collection too.
         self._metrics.recorder.on_collect(self.expire_traces)
+        # Outcome retention waits for this processor's verdict at each local root it sees.
+        retention_marks.register_judge(self)
         warn_if_over_limit(max_tenants, agent_names=agent_label_values())
 
     # --- the SDK's SpanProcessor interface ----------------------------------------------------
@@ -187,6 +197,8 @@ class SilentBailSpanProcessor(SpanProcessor):
         with self._fold_lock:  # spans of one trace may end in several threads at once
             held = table.end(key, relevant)
             if held is None and not relevant:
+                if is_root:
+                    retention_marks.trace_judged(trace_id, False)
                 return
             times = (span.start_time or 0, span.end_time or 0)
             out = fold(held, reading, ours, tenant, key, times)
@@ -197,7 +209,11 @@ class SilentBailSpanProcessor(SpanProcessor):
             elif not table.ended(parent_key):
                 evicted = table.hand_up(parent_key, out)
             # else: a span ending after its parent was judged opens no second run
-        self._guarded_finish(evicted)
+        keep = self._guarded_finish(evicted)
+        if parent_key is None:
+            retention_marks.trace_judged(trace_id, keep)
+        elif keep:  # runs judged before their root ended (the table's bounds)
+            retention_marks.keep_trace(trace_id)
 
     def _tenant_in(self, attributes: Mapping[str, Any]) -> tuple[int, str] | None:
         for rank, key in enumerate(self._tenant_keys):
@@ -214,19 +230,24 @@ class SilentBailSpanProcessor(SpanProcessor):
                 return len(self._tenant_keys), value
         return None
 
-    def _guarded_finish(self, pendings: list[Pending]) -> None:
+    def _guarded_finish(self, pendings: list[Pending]) -> bool:
+        """Count the runs; True if one of them must keep its trace (it bailed or failed)."""
+        keep = False
         for pending in pendings:
             if pending.ours:
                 continue  # our own handler counted these runs
-            self._count_runs(pending.all_runs())
+            keep = self._count_runs(pending.all_runs()) or keep
+        return keep
 
-    def _count_runs(self, runs: list[AgentRun]) -> None:
+    def _count_runs(self, runs: list[AgentRun]) -> bool:
+        keep = False
         for run in runs:
             try:
-                self._finish(run)
+                keep = self._finish(run) or keep
             except Exception as exc:
                 self._failures.report("span_processor", exc)
                 self._dropped(INTERNAL_ERROR)
+        return keep
 
     def _dropped(self, reason: str) -> None:
         try:
@@ -234,7 +255,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         except Exception as inner:
             self._failures.report("drop_count", inner)
 
-    def _finish(self, run: AgentRun) -> None:
+    def _finish(self, run: AgentRun) -> bool:
         verdict = judge(run)
         raw = resolve_tenant(run.tenant.value, default=self._tenant_default)
         tenant = self._tenants(raw)
@@ -252,6 +273,11 @@ class SilentBailSpanProcessor(SpanProcessor):
         )
         if verdict.bail is not None:
             emitter.silent_bail(tenant, verdict.bail, run.link)
+        return (
+            verdict.bail is not None
+            or verdict.outcome != "completed"
+            or verdict.stop_reason in _KEPT_STOPS
+        )
 
 
 def _failed(span: ReadableSpan) -> bool:

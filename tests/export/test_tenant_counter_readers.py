@@ -171,6 +171,9 @@ def test_exemplars_ride_on_openmetrics_only(
     endpoint: tuple[Telemetry, OTelCallbackHandler],
 ) -> None:
     telemetry, handler = endpoint
+    # Exemplars only name exported traces: this endpoint's traces go to an exporter.
+    exported = InMemorySpanExporter()
+    telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(exported))
     asyncio.run(play_traffic(handler))
     port = telemetry.prometheus_port or 0
     om = {
@@ -182,6 +185,8 @@ def test_exemplars_ride_on_openmetrics_only(
     }
     assert set(om) == {"acme", "globex"} and all(e is not None for e in om.values())
     assert all(len(e.labels["trace_id"]) == 32 and e.value == 1 for e in om.values() if e)
+    stored = {f"{span.context.trace_id:032x}" for span in exported.get_finished_spans()}
+    assert {e.labels["trace_id"] for e in om.values() if e} <= stored
     assert " # {" not in scrape(port)
 
 

@@ -59,6 +59,8 @@ def structlog_config() -> Iterator[None]:
         ({"resource_attributes": {"": "x"}}, "resource_attributes"),
         ({"set_global": "no"}, "set_global"),
         ({"console": None}, "console"),
+        ({"healthy_trace_ratio": 1.01}, "healthy_trace_ratio"),
+        ({"healthy_trace_ratio": "0.01"}, "healthy_trace_ratio"),
     ],
 )
 def test_configure_telemetry_rejects_bad_arguments_before_building_anything(

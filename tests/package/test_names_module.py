@@ -7,6 +7,8 @@ from pathlib import Path
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry, generate_latest
 
 from symfonic_otel import semconv
@@ -14,6 +16,7 @@ from symfonic_otel.emit import tenant_counters, tenant_hub
 from symfonic_otel.emit.instruments import Instruments
 from symfonic_otel.emit.tenant_counters import TenantCounters
 from symfonic_otel.emit.tenants import ActiveTenants
+from symfonic_otel.export.retention import OutcomeRetentionSpanProcessor
 
 METRICS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "metrics.md"
 
@@ -57,7 +60,14 @@ def test_prometheus_names_match_the_real_exporter() -> None:
     # The SDK setup's own counter (``configure_telemetry`` observes its span processors).
     spec = semconv.DROPPED_SPANS
     meter.create_counter(spec.name, unit=spec.unit).add(1, {"tenant.id": "t"})
+    # Outcome retention's counters, observed from the processor (every decision at zero).
+    retention = OutcomeRetentionSpanProcessor(
+        SimpleSpanProcessor(InMemorySpanExporter()),
+        healthy_trace_ratio=0.5,
+        meter_provider=provider,
+    )
     exposition = generate_latest(registry).decode()
+    del retention
     exported = set(re.findall(r"^# TYPE (\S+) ", exposition, flags=re.MULTILINE))
     for spec in semconv.ALL_INSTRUMENTS:
         assert spec.prometheus_name in exported, (spec.prometheus_name, sorted(exported))

@@ -1,0 +1,144 @@
+"""Exemplars only name traces that are exported.
+
+With no trace exporter (the Prometheus-only setup) spans are still sampled, yet no trace of a
+run is stored: no exemplar carries a trace id, ours on the per-tenant counters nor the SDK's on
+the histograms, and the setup says why in one log line. An exporter added later brings them
+back. Under outcome retention at ratio 0.01, a real Prometheus with exemplar storage scraping
+the endpoint stores the paging tenant's bail exemplars, and every trace id it returns (bails
+and histograms alike) arrived at the OTLP receiver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
+from structlog.testing import capture_logs
+
+from symfonic_otel import OTelCallbackHandler
+from symfonic_otel.export.setup import Telemetry, configure_telemetry
+from tests.support.otlp_receiver import GrpcOtlpReceiver
+from tests.support.prometheus_support import PrometheusServer, require_binary
+from tests.support.retention_runs import PlannedRun, plan, play_all
+
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+
+
+@pytest.fixture(autouse=True)
+def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("OTEL_", "SYMFONIC_OTEL_")):
+            monkeypatch.delenv(name)
+
+
+def _scrape(telemetry: Telemetry) -> str:
+    request = urllib.request.Request(f"http://127.0.0.1:{telemetry.prometheus_port}/metrics")
+    request.add_header("Accept", OPENMETRICS)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return str(response.read().decode())
+
+
+def _exemplar_trace_ids(text: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for family in parse_om(text):
+        for sample in family.samples:
+            if sample.exemplar is not None:
+                found.setdefault(family.name, set()).add(sample.exemplar.labels["trace_id"])
+    return found
+
+
+def _bails(handler: OTelCallbackHandler, prefix: str) -> None:
+    runs = [PlannedRun(kind, f"{prefix}-{kind}", "globex") for kind in ("bail", "error")]
+    asyncio.run(play_all(handler, [*runs, PlannedRun("healthy", f"{prefix}-ok", "acme")]))
+
+
+def test_without_a_trace_exporter_no_exemplar_names_a_trace() -> None:
+    reader = InMemoryMetricReader()
+    with capture_logs() as logs:
+        telemetry = configure_telemetry(
+            otlp=False, prometheus_port=0, set_global=False, metric_readers=[reader]
+        )
+    try:
+        (line,) = [e for e in logs if e["event"] == "symfonic_otel.exemplars_without_trace_ids"]
+        assert "no trace exporter" in line["reason"]
+        handler = OTelCallbackHandler(
+            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+        )
+        _bails(handler, "before")
+        assert _exemplar_trace_ids(_scrape(telemetry)) == {}
+        data = reader.get_metrics_data()
+        assert data is not None
+        points = [
+            point
+            for resource in data.resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+            for point in metric.data.data_points
+        ]
+        assert points and not any(getattr(p, "exemplars", None) for p in points)
+
+        # An exporter added afterwards: from then on the exemplars name its traces.
+        exported = InMemorySpanExporter()
+        telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(exported))
+        _bails(handler, "after")
+        stored = {f"{s.context.trace_id:032x}" for s in exported.get_finished_spans()}
+        linked = _exemplar_trace_ids(_scrape(telemetry))
+        assert linked.get("symfonic_react_silent_bails")
+        assert all(ids <= stored for ids in linked.values()), linked
+    finally:
+        telemetry.shutdown()
+
+
+def test_prometheus_exemplars_at_one_percent_all_name_traces_at_the_receiver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_binary("prometheus")
+    with GrpcOtlpReceiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+        telemetry = configure_telemetry(
+            prometheus_port=0, set_global=False, healthy_trace_ratio=0.01
+        )
+        assert telemetry.retention is not None
+        handler = OTelCallbackHandler(
+            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+        )
+        target = f"127.0.0.1:{telemetry.prometheus_port}"
+        try:
+            with PrometheusServer(
+                tmp_path, scrape_targets=[target], extra_args=["--enable-feature=exemplar-storage"]
+            ) as prometheus:
+                assert prometheus.wait_for(lambda: prometheus.query("up == 1"), timeout_s=30)
+                started = time.time()
+                asyncio.run(play_all(handler, plan(400)))
+                paging = "tenant-00"  # one of the tenants with bails
+
+                def stored(query: str) -> list[Any]:
+                    window = [("start", str(started - 60)), ("end", str(time.time() + 60))]
+                    found = prometheus.api("query_exemplars", [("query", query), *window])
+                    return list(found or [])
+
+                bails = f'symfonic_react_silent_bails_total{{tenant_id="{paging}"}}'
+                series = prometheus.wait_for(lambda: stored(bails), timeout_s=30)
+                assert series, prometheus.log_tail()
+                histograms = stored("gen_ai_client_operation_duration_seconds_bucket")
+        finally:
+            assert telemetry.shutdown()
+        at_receiver = {span.trace_id for span in receiver.spans()}
+
+    bail_ids = {e["labels"]["trace_id"] for entry in series for e in entry["exemplars"]}
+    assert bail_ids and bail_ids <= at_receiver
+    assert {entry["seriesLabels"]["tenant_id"] for entry in series} == {paging}
+    histogram_ids = {e["labels"]["trace_id"] for entry in histograms for e in entry["exemplars"]}
+    assert histogram_ids and histogram_ids <= at_receiver
+    # Most traces were not exported: the exemplars were chosen, not lucky.
+    assert len(at_receiver) < 0.5 * 400
