@@ -15,7 +15,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.environment_variables import (
@@ -117,6 +117,7 @@ def configure_telemetry(
         export_interval_ms=export_interval_ms,
         otlp_metric_batch_size=otlp_metric_batch_size,
     )
+    _validate_components(span_processors, metric_readers)
     log = get_logger()
     failures = FailureLog()
 
@@ -248,6 +249,33 @@ def configure_telemetry(
         is_global=is_global,
     )
     return telemetry
+
+
+_SPAN_PROCESSOR_METHODS: Final = ("on_start", "on_end", "shutdown", "force_flush")
+
+
+def _validate_components(span_processors: object, metric_readers: object) -> None:
+    """The extra SDK components: checked here, not at the first span or collection."""
+    if isinstance(span_processors, str | bytes) or not isinstance(span_processors, Sequence):
+        raise TypeError(
+            f"span_processors must be a sequence of span processors, got {span_processors!r}"
+        )
+    for index, processor in enumerate(span_processors):
+        missing = [m for m in _SPAN_PROCESSOR_METHODS if not callable(getattr(processor, m, None))]
+        if missing:
+            raise TypeError(
+                f"span_processors[{index}] must be a span processor (on_start, on_end, "
+                f"shutdown, force_flush), got {processor!r}"
+            )
+    if isinstance(metric_readers, str | bytes) or not isinstance(metric_readers, Sequence):
+        raise TypeError(
+            f"metric_readers must be a sequence of MetricReader, got {metric_readers!r}"
+        )
+    for index, reader in enumerate(metric_readers):
+        if not isinstance(reader, MetricReader):
+            raise TypeError(f"metric_readers[{index}] must be a MetricReader, got {reader!r}")
+    if len({id(reader) for reader in metric_readers}) != len(metric_readers):
+        raise ValueError("metric_readers must not hold the same reader twice")
 
 
 def _validate(

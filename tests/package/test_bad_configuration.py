@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 import structlog
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, InMemoryMetricReader
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
 from symfonic_otel import OTelCallbackHandler, configure_telemetry
 from symfonic_otel.agent import FrameworkConfig
@@ -40,6 +42,8 @@ def structlog_config() -> Iterator[None]:
     structlog.configure(**saved)
 
 
+_READER = InMemoryMetricReader()
+
 # --- configure_telemetry --------------------------------------------------------------------------
 
 
@@ -59,6 +63,17 @@ def structlog_config() -> Iterator[None]:
         ({"resource_attributes": {"": "x"}}, "resource_attributes"),
         ({"set_global": "no"}, "set_global"),
         ({"console": None}, "console"),
+        ({"span_processors": [1]}, r"span_processors\[0\]"),
+        ({"span_processors": None}, "span_processors"),
+        ({"span_processors": "processor"}, "span_processors"),
+        (
+            {"span_processors": [SimpleSpanProcessor(ConsoleSpanExporter()), object()]},
+            r"span_processors\[1\]",
+        ),
+        ({"metric_readers": [1]}, r"metric_readers\[0\]"),
+        ({"metric_readers": InMemoryMetricReader()}, "metric_readers"),
+        ({"metric_readers": [ConsoleMetricExporter()]}, r"metric_readers\[0\]"),
+        ({"metric_readers": [_READER, _READER]}, "metric_readers"),
     ],
 )
 def test_configure_telemetry_rejects_bad_arguments_before_building_anything(
