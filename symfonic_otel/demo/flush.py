@@ -13,9 +13,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final, Protocol
+
+from symfonic_otel.environment import TelemetrySettingWarning
 
 __all__ = ["ExportWarnings", "bounded_flush", "quiet_logs"]
 
@@ -94,3 +97,16 @@ def bounded_flush(telemetry: _Flushable, warnings: ExportWarnings, budget_s: flo
         if warnings.count > before or time.monotonic() >= deadline:
             return False
     return flushed == [True] and warnings.count == before
+
+
+@contextmanager
+def refuse_bad_settings() -> Iterator[None]:
+    """Inside, a bad telemetry variable raises ``TelemetrySettingWarning`` instead of warning.
+
+    A library warns and goes on with the default; the demo is a command the user just typed, so
+    it names the variable on one line and exits with 2. The variables are read before any
+    exporter is built, so nothing is left to shut down (or to print about) when one is bad.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TelemetrySettingWarning)
+        yield

@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export import (
 
 from symfonic_otel.emit import tenant_hub
 from symfonic_otel.emit.budget import cardinality_view
+from symfonic_otel.environment import substituted
 from symfonic_otel.export.exporters import (
     DEFAULT_OTLP_METRIC_BATCH,
     PROTOCOLS,
@@ -50,6 +51,7 @@ from symfonic_otel.export.exporters import (
 )
 from symfonic_otel.export.handle import Telemetry
 from symfonic_otel.export.prometheus import PrometheusEndpoint, start_prometheus
+from symfonic_otel.export.sdk_settings import settings_for
 from symfonic_otel.export.selection import choose_exporters
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.logs import FailureLog, get_logger
@@ -131,8 +133,18 @@ def configure_telemetry(
     )
     traces_otlp, traces_console = choice.traces_otlp, choice.traces_console
     metrics_otlp, metrics_console = choice.metrics_otlp, choice.metrics_console
-    traces_protocol = protocol_for(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, otlp_protocol)
-    metrics_protocol = protocol_for(OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, otlp_protocol)
+    # A variable is read (and a bad value warned about) only when what reads it is built.
+    traces_protocol = (
+        protocol_for(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, otlp_protocol) if traces_otlp else None
+    )
+    metrics_protocol = (
+        protocol_for(OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, otlp_protocol) if metrics_otlp else None
+    )
+    settings = settings_for(
+        otlp=traces_otlp or metrics_otlp,
+        periodic=metrics_otlp or metrics_console,
+        batch_spans=traces_otlp,
+    )
 
     exporters: list[SpanExporter | MetricExporter] = []
     batch_processors: list[DropCountingBatchSpanProcessor] = []
@@ -141,56 +153,61 @@ def configure_telemetry(
     prometheus_endpoint: PrometheusEndpoint | None = None
     prometheus_thread: threading.Thread | None = None
 
-    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    if traces_otlp:
-        span_exporter = otlp_span_exporter(traces_protocol)
-        exporters.append(span_exporter)
-        processor = DropCountingBatchSpanProcessor(span_exporter, failures=failures)
-        batch_processors.append(processor)
-        tracer_provider.add_span_processor(processor)
-    if traces_console:
-        # Synchronous on purpose: development output should appear in event order. ``out`` is
-        # passed so a stdout redirected before this call is honoured (the SDK default binds the
-        # stream at import time).
-        tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stdout)))
-    for extra in span_processors:
-        tracer_provider.add_span_processor(extra)
-
-    if metrics_otlp:
-        metric_exporter = otlp_metric_exporter(metrics_protocol, otlp_metric_batch_size)
-        exporters.append(metric_exporter)
-        readers.append(
-            PeriodicExportingMetricReader(
-                metric_exporter, export_interval_millis=export_interval_ms
+    # The SDK components read their own variables as they are built: a bad value gets one
+    # warning naming it and the default, never an exception from deep inside the SDK.
+    with substituted(settings):
+        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        if traces_protocol is not None:
+            span_exporter = otlp_span_exporter(traces_protocol)
+            exporters.append(span_exporter)
+            processor = DropCountingBatchSpanProcessor(span_exporter, failures=failures)
+            batch_processors.append(processor)
+            tracer_provider.add_span_processor(processor)
+        if traces_console:
+            # Synchronous on purpose: development output should appear in event order. ``out`` is
+            # passed so a stdout redirected before this call is honoured (the SDK default binds the
+            # stream at import time).
+            tracer_provider.add_span_processor(
+                SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stdout))
             )
-        )
-    if metrics_console:
-        readers.append(
-            PeriodicExportingMetricReader(
-                ConsoleMetricExporter(), export_interval_millis=export_interval_ms
-            )
-        )
-    if prometheus_port is not None:
-        prometheus_reader, prometheus_endpoint, prometheus_server, prometheus_thread = (
-            start_prometheus(prometheus_host, prometheus_port)
-        )
-        readers.append(prometheus_reader)
-    readers.extend(metric_readers)
+        for extra in span_processors:
+            tracer_provider.add_span_processor(extra)
 
-    try:
-        # This package's instruments get a cardinality limit above the handlers' own series
-        # budgets, so no tenant ever lands in the SDK's unlabelled overflow series.
-        meter_provider = MeterProvider(
-            resource=resource,
-            metric_readers=readers,
-            shutdown_on_exit=False,
-            views=[cardinality_view()],
-        )
-    except Exception:
-        if prometheus_server is not None:
-            prometheus_server.shutdown()
-            prometheus_server.server_close()
-        raise
+        if metrics_protocol is not None:
+            metric_exporter = otlp_metric_exporter(metrics_protocol, otlp_metric_batch_size)
+            exporters.append(metric_exporter)
+            readers.append(
+                PeriodicExportingMetricReader(
+                    metric_exporter, export_interval_millis=export_interval_ms
+                )
+            )
+        if metrics_console:
+            readers.append(
+                PeriodicExportingMetricReader(
+                    ConsoleMetricExporter(out=sys.stdout), export_interval_millis=export_interval_ms
+                )
+            )
+        if prometheus_port is not None:
+            prometheus_reader, prometheus_endpoint, prometheus_server, prometheus_thread = (
+                start_prometheus(prometheus_host, prometheus_port)
+            )
+            readers.append(prometheus_reader)
+        readers.extend(metric_readers)
+
+        try:
+            # This package's instruments get a cardinality limit above the handlers' own series
+            # budgets, so no tenant ever lands in the SDK's unlabelled overflow series.
+            meter_provider = MeterProvider(
+                resource=resource,
+                metric_readers=readers,
+                shutdown_on_exit=False,
+                views=[cardinality_view()],
+            )
+        except Exception:
+            if prometheus_server is not None:
+                prometheus_server.shutdown()
+                prometheus_server.server_close()
+            raise
 
     is_global = False
     if set_global:
@@ -238,8 +255,8 @@ def configure_telemetry(
     log.info(
         "symfonic_otel.telemetry_configured",
         service_name=resource.attributes.get(SERVICE_NAME),
-        traces_otlp=traces_protocol if traces_otlp else None,
-        metrics_otlp=metrics_protocol if metrics_otlp else None,
+        traces_otlp=traces_protocol,
+        metrics_otlp=metrics_protocol,
         console=traces_console or metrics_console,
         prometheus=(
             f"{prometheus_host}:{telemetry.prometheus_port}"

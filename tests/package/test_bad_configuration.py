@@ -25,6 +25,7 @@ from symfonic_otel import OTelCallbackHandler, configure_telemetry
 from symfonic_otel.agent import FrameworkConfig
 from symfonic_otel.cli import EXIT_USAGE, main
 from symfonic_otel.demo import DemoOptions
+from symfonic_otel.environment import TelemetrySettingWarning
 
 
 @pytest.fixture(autouse=True)
@@ -97,9 +98,11 @@ def test_configure_telemetry_rejects_bad_arguments_before_building_anything(
 def test_unsupported_protocol_variable_is_named_with_its_value(
     monkeypatch: pytest.MonkeyPatch, variable: str, value: str
 ) -> None:
+    """The environment's policy: one warning naming it, the default used, the app starts."""
     monkeypatch.setenv(variable, value)
-    with pytest.raises(ValueError, match=re.escape(f"{variable}={value!r} is not supported")):
-        configure_telemetry(set_global=False)
+    with pytest.warns(TelemetrySettingWarning, match=re.escape(f"{variable}={value!r} is not")):
+        telemetry = configure_telemetry(set_global=False, otlp=True)
+    telemetry.shutdown(timeout_millis=200)
 
 
 @pytest.mark.parametrize("operation", ["force_flush", "shutdown"])
