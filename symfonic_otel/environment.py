@@ -43,6 +43,7 @@ __all__ = [
     "read_number",
     "sdk_disabled",
     "substituted",
+    "warn_caller",
 ]
 
 _MAX_VALUE_CHARS: Final = 80
@@ -80,11 +81,13 @@ def bad_setting(variable: str, value: str, expected: str, instead: str) -> str:
         expected=expected,
         instead=instead,
     )
-    warnings.warn(
-        TelemetrySettingWarning(message, variable=variable, problem=problem),
-        stacklevel=_outside_the_package(),
-    )
+    warn_caller(TelemetrySettingWarning(message, variable=variable, problem=problem))
     return message
+
+
+def warn_caller(warning: Warning) -> None:
+    """``warnings.warn`` pointing at the application's line that led here."""
+    warnings.warn(warning, stacklevel=_outside_the_package())
 
 
 def _outside_the_package() -> int:

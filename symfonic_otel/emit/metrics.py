@@ -29,6 +29,7 @@ from symfonic_otel.emit.budget import (
     MAX_PASSTHROUGH_STOP_REASONS,
     TENANT_DETAIL_SETS,
     DetailPool,
+    histograms_per_tenant,
 )
 from symfonic_otel.emit.instruments import Instruments
 from symfonic_otel.emit.labels import BoundedLabels
@@ -90,7 +91,7 @@ class MetricEmitter:
             tenant_hub.register(self.counters, meter, meter_provider)
         # Once this emitter (its handler) is gone, its totals are reported for one idle time.
         weakref.finalize(self, self.counters.orphan)
-        self.tenant_histograms = tenant_histograms
+        self.tenant_histograms = histograms_per_tenant(tenant_histograms)
         self._attrs = metric_attrs.AgentAttrs(agent_name)
         self.agent_attrs: dict[str, Any] = {semconv.GEN_AI_AGENT_NAME: agent_name}
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
