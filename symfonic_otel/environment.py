@@ -132,19 +132,24 @@ def read_number(
     default: float,
     *,
     minimum: float = 0.0,
+    maximum: float = math.inf,
     integer: bool = False,
     unit: str = "",
 ) -> float:
-    """A finite number at or above ``minimum`` (a whole one with ``integer``), else ``default``."""
+    """A finite number from ``minimum`` to ``maximum`` (a whole one with ``integer``), else
+    ``default``, with the warning (a ratio: ``minimum=0.0, maximum=1.0``)."""
     raw = _raw(variable)
     if raw is None:
         return default
-    if _is_number(raw, minimum=minimum, integer=integer):
+    if _is_number(raw, minimum=minimum, integer=integer) and float(raw) <= maximum:
         return float(raw)
     shown_default = int(default) if integer or float(default).is_integer() else default
-    bad_setting(
-        variable, raw, _number_kind(minimum, integer, unit), f"the default, {shown_default}"
+    expected = (
+        _number_kind(minimum, integer, unit)
+        if maximum == math.inf
+        else f"a number from {minimum:g} to {maximum:g}" + (f" ({unit})" if unit else "")
     )
+    bad_setting(variable, raw, expected, f"the default, {shown_default}")
     return default
 
 

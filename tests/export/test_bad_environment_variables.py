@@ -156,6 +156,9 @@ def test_read_number_names_the_variable_and_falls_back(monkeypatch: pytest.Monke
         assert read_number("SYMFONIC_OTEL_EXAMPLE_RATIO", 0.25) == 0.25
     monkeypatch.setenv("SYMFONIC_OTEL_EXAMPLE_RATIO", "0.5")
     assert read_number("SYMFONIC_OTEL_EXAMPLE_RATIO", 0.25) == 0.5
+    monkeypatch.setenv("SYMFONIC_OTEL_EXAMPLE_RATIO", "1.5")
+    with pytest.warns(TelemetrySettingWarning, match=r"is not a number from 0 to 1; using"):
+        assert read_number("SYMFONIC_OTEL_EXAMPLE_RATIO", 0.25, maximum=1.0) == 0.25
 
 
 def _env(**variables: str) -> dict[str, str]:
