@@ -46,6 +46,7 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
 from wrapt import BoundFunctionWrapper, FunctionWrapper, wrap_function_wrapper
 
 from symfonic_otel import semconv
+from symfonic_otel.environment import bad_setting
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain import LangChainCallbackHandler
 from symfonic_otel.langchain.embeddings import EmbeddingsWrapper
@@ -116,10 +117,11 @@ def _agent_name_from_env() -> str | None:
         return None
     name = clean_label(raw)
     if not name:
-        get_logger().warning(
-            "symfonic_otel.ignored_environment_variable",
-            variable=semconv.AGENT_NAME_ENV,
-            reason="no printable characters; the default agent name is used",
+        bad_setting(
+            semconv.AGENT_NAME_ENV,
+            raw,
+            "a name with printable characters",
+            "the default agent name",
         )
         return None
     return name

@@ -27,6 +27,7 @@ from symfonic_otel.core.handler_core import (
 from symfonic_otel.core.runs import OpenRun
 from symfonic_otel.emit.recorder import span_link
 from symfonic_otel.emit.retention_marks import keep_trace
+from symfonic_otel.emit.span_guard import end_span
 from symfonic_otel.emit.vocabulary import TERMINATION_REASONS
 from symfonic_otel.read import extract as ex
 from symfonic_otel.read import extract_steps as xs
@@ -72,7 +73,7 @@ class RunFlow:
         )
         added, evicted = core.runs.add(run)
         if not added:  # lost a race with a concurrent start of the same id
-            span.end()
+            end_span(span)
             core.drop("agent_start", DUPLICATE)
         else:
             (run.metrics or core.metrics).run_started()

@@ -11,7 +11,8 @@ try:
     import crewai as _crewai  # noqa: F401  (fail here, with the extra's name)
 except ImportError as exc:  # pragma: no cover - exercised in an environment without it
     raise ImportError(
-        "symfonic_otel.crewai needs CrewAI: pip install 'symfonic-otel[crewai]'"
+        "symfonic_otel.crewai needs CrewAI: "
+        "pip install -e '.[crewai]' from a checkout of symfonic-otel"
     ) from exc
 
 from symfonic_otel.crewai.listener import SymfonicListener

@@ -15,11 +15,20 @@ import os
 import threading
 import time
 import urllib.parse
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final, Protocol
 
-__all__ = ["ExportWarnings", "bounded_flush", "otlp_endpoints", "quiet_logs"]
+from symfonic_otel.environment import TelemetrySettingWarning
+
+__all__ = [
+    "ExportWarnings",
+    "bounded_flush",
+    "otlp_endpoints",
+    "quiet_logs",
+    "refuse_bad_settings",
+]
 
 # The OTLP exporters, the HTTP transport and the SDK's batch processor and metric reader.
 _SDK_LOGGERS: Final = ("opentelemetry.exporter", "opentelemetry.sdk")
@@ -136,3 +145,16 @@ def bounded_flush(telemetry: _Flushable, warnings: ExportWarnings, budget_s: flo
         if warnings.count > before or time.monotonic() >= deadline:
             return False
     return flushed == [True] and warnings.count == before
+
+
+@contextmanager
+def refuse_bad_settings() -> Iterator[None]:
+    """Inside, a bad telemetry variable raises ``TelemetrySettingWarning`` instead of warning.
+
+    A library warns and goes on with the default; the demo is a command the user just typed, so
+    it names the variable on one line and exits with 2. The variables are read before any
+    exporter is built, so nothing is left to shut down (or to print about) when one is bad.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TelemetrySettingWarning)
+        yield

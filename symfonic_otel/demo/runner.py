@@ -15,7 +15,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from symfonic_otel.demo.flush import ExportWarnings, bounded_flush, otlp_endpoints, quiet_logs
+from symfonic_otel.demo.flush import (
+    ExportWarnings,
+    bounded_flush,
+    otlp_endpoints,
+    quiet_logs,
+    refuse_bad_settings,
+)
 from symfonic_otel.demo.levers import (
     DEFAULT_NOISY,
     LOST_RUN_EVERY,
@@ -29,9 +35,11 @@ from symfonic_otel.demo.notes import RunContext
 from symfonic_otel.demo.report import RunSpanSampler, render_summary
 from symfonic_otel.demo.scenarios import NoisyKind
 from symfonic_otel.demo.traffic import AGENT_NAME, PlannedRun, Traffic, plan_runs
+from symfonic_otel.environment import TelemetrySettingWarning
 from symfonic_otel.export.prometheus import bind_hint
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.read.content import resolve_capture
 
 __all__ = ["DemoError", "DemoOptions", "run_demo"]
 
@@ -113,7 +121,8 @@ class DemoError(Exception):
 def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the demo; returns the process exit code (130 when interrupted).
 
-    Raises ``DemoError`` when the demo cannot start (the Prometheus port is taken).
+    Raises ``DemoError`` when the demo cannot start (the Prometheus port is taken, a telemetry
+    environment variable holds a value it cannot use).
     """
     console = Console(file=out or sys.stdout, width=110, highlight=False)
     progress_console = Console(file=err or sys.stderr)
@@ -121,14 +130,18 @@ def run_demo(options: DemoOptions, out: TextIO | None = None, err: TextIO | None
     sampler = RunSpanSampler()
     with quiet_logs() as export_warnings:
         try:
-            telemetry = configure_telemetry(
-                service_name="symfonic-otel-demo",
-                otlp=options.otlp,
-                prometheus_port=options.prometheus_port,
-                set_global=False,
-                span_processors=[SimpleSpanProcessor(sampler)],
-                metric_readers=[reader],
-            )
+            with refuse_bad_settings():
+                resolve_capture(None)  # the handler's variable, read before anything is built
+                telemetry = configure_telemetry(
+                    service_name="symfonic-otel-demo",
+                    otlp=options.otlp,
+                    prometheus_port=options.prometheus_port,
+                    set_global=False,
+                    span_processors=[SimpleSpanProcessor(sampler)],
+                    metric_readers=[reader],
+                )
+        except TelemetrySettingWarning as exc:
+            raise DemoError(f"{exc.problem} (fix or unset it)") from None
         except ValueError as exc:
             if isinstance(exc.__cause__, OSError):
                 reason = exc.__cause__.strerror or str(exc.__cause__)

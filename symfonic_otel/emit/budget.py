@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Final
 
 from symfonic_otel import semconv
 from symfonic_otel.emit.vocabulary import MAX_AGENT_NAMES
+from symfonic_otel.environment import warn_caller
+from symfonic_otel.logs import get_logger
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.view import View
@@ -161,14 +163,46 @@ def cardinality_view(limit: int = CARDINALITY_LIMIT) -> View:
 
     ``MeterProvider(metric_readers=[...], views=[cardinality_view()])``.
     """
+    from opentelemetry.sdk.metrics.view import View
+
+    if not sdk_bounds_series():
+        # SDKs before 1.45 have no cardinality limit at all: no overflow series to avoid.
+        return View(meter_name=semconv.SCOPE_NAME)
+    return View(meter_name=semconv.SCOPE_NAME, aggregation_cardinality_limit=limit)
+
+
+def sdk_bounds_series() -> bool:
+    """Whether the installed SDK bounds an instrument's attribute sets (1.45 and later).
+
+    SDK 1.45 brought the cardinality limit and the reset of delta storage after each
+    collection. Before it, an attribute set an instrument was given is kept for the life of the
+    process. The package's own sets are bounded either way (its label budgets, its per-tenant
+    store) except the opt-in per-tenant histograms, whose tenants come and go.
+    """
     import inspect
 
     from opentelemetry.sdk.metrics.view import View
 
-    if "aggregation_cardinality_limit" not in inspect.signature(View).parameters:
-        # SDKs before 1.45 have no cardinality limit at all: no overflow series to avoid.
-        return View(meter_name=semconv.SCOPE_NAME)
-    return View(meter_name=semconv.SCOPE_NAME, aggregation_cardinality_limit=limit)
+    return "aggregation_cardinality_limit" in inspect.signature(View).parameters
+
+
+def histograms_per_tenant(requested: bool) -> bool:
+    """``tenant_histograms``, or False with one warning on an SDK that cannot bound them."""
+    if not requested or sdk_bounds_series():
+        return requested
+    from opentelemetry.sdk.version import __version__ as sdk_version
+
+    message = (
+        f"tenant_histograms=True needs opentelemetry-sdk 1.45 or later (installed: {sdk_version}): "
+        "before it the SDK keeps every tenant's histogram series for the life of the process, "
+        "so memory grows with every tenant ever seen; the histograms carry no tenant "
+        "(tenant_histograms=False). The per-tenant counters are unaffected."
+    )
+    get_logger().warning(
+        "symfonic_otel.tenant_histograms_off", sdk_version=sdk_version, needs="1.45"
+    )
+    warn_caller(RuntimeWarning(message))
+    return False
 
 
 class DetailPool:

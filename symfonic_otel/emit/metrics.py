@@ -29,6 +29,7 @@ from symfonic_otel.emit.budget import (
     MAX_PASSTHROUGH_STOP_REASONS,
     TENANT_DETAIL_SETS,
     DetailPool,
+    histograms_per_tenant,
 )
 from symfonic_otel.emit.instruments import Instruments
 from symfonic_otel.emit.labels import BoundedLabels
@@ -48,6 +49,7 @@ from symfonic_otel.emit.vocabulary import (
     TERMINATION_REASONS,
     label_or_other,
 )
+from symfonic_otel.environment import sdk_disabled
 
 _ATTRS_CACHE_CAP: Final = 4096
 _RUNS: Final = semconv.AGENT_RUNS.name
@@ -57,6 +59,10 @@ _COST: Final = semconv.LLM_COST.name
 _TOKENS: Final = semconv.LLM_TOKENS.name
 _SYNTHESIS: Final = semconv.SYNTHESIS_FALLBACKS.name
 _FABRICATION: Final = semconv.FABRICATION_DETECTIONS.name
+
+
+def _count_nothing(*args: object) -> None:
+    """The per-tenant count under ``OTEL_SDK_DISABLED=true``."""
 
 
 class MetricEmitter:
@@ -77,11 +83,15 @@ class MetricEmitter:
         self._add = self.recorder.add  # counters: summed per series, one SDK add per collection
         self.tenants = tenants if tenants is not None else ActiveTenants()
         self.counters = TenantCounters(self.tenants, TENANT_DETAIL_SETS)
-        tenant_hub.register(self.counters, meter, meter_provider)
+        # Per-tenant counters: this package's own totals, reported to the provider's readers.
+        self._count: Callable[..., None] = self.counters.add
+        if sdk_disabled():  # the SDK's off switch turns these off too: no reader sees them
+            self._count = _count_nothing
+        else:
+            tenant_hub.register(self.counters, meter, meter_provider)
         # Once this emitter (its handler) is gone, its totals are reported for one idle time.
         weakref.finalize(self, self.counters.orphan)
-        self._count = self.counters.add  # per-tenant counters: this package's own totals
-        self.tenant_histograms = tenant_histograms
+        self.tenant_histograms = histograms_per_tenant(tenant_histograms)
         self._attrs = metric_attrs.AgentAttrs(agent_name)
         self.agent_attrs: dict[str, Any] = {semconv.GEN_AI_AGENT_NAME: agent_name}
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}

@@ -15,10 +15,18 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import (
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    Tracer,
+)
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.emit.span_guard import end_span, start_span
 from symfonic_otel.read.content import json_text, messages_json, truncate
 from symfonic_otel.read.extract import ModelCall
 from symfonic_otel.read.sanitise import clean_text
@@ -56,6 +64,9 @@ class SpanEmitter:
         self._agent_span_name = semconv.agent_span_name(agent_name)
         self.capture_content = capture_content
 
+    def _start_span(self, name: str, **arguments: Any) -> Span:
+        return start_span(self._tracer, name, **arguments)
+
     def start_run(
         self,
         run_id: str,
@@ -81,7 +92,7 @@ class SpanEmitter:
                 attributes[semconv.GEN_AI_AGENT_NAME] = agent = agent.strip()
                 name = semconv.agent_span_name(agent)
             attributes = {**extra, **attributes}
-        return self._tracer.start_span(
+        return self._start_span(
             name,
             context=parent,
             kind=SpanKind.INTERNAL,
@@ -123,12 +134,12 @@ class SpanEmitter:
         span.set_attributes(attributes)
         if outcome == "error":
             span.set_status(Status(StatusCode.ERROR))
-        span.end(end_time=end_time_ns)
+        end_span(span, end_time_ns)
 
     @staticmethod
     def abandon_run(span: Span) -> None:
         span.set_attribute(semconv.RUN_OUTCOME, "abandoned")
-        span.end()
+        end_span(span)
 
     @staticmethod
     def pause(span: Span, kind: str, interrupt_name: str) -> None:
@@ -183,7 +194,7 @@ class SpanEmitter:
             attributes = {**where.extra, **attributes}
             for key in _CALLER_MESSAGES.intersection(where.extra):
                 attributes[key] = where.extra[key]
-        span = self._tracer.start_span(
+        span = self._start_span(
             where.span_name,
             context=where.parent,
             kind=SpanKind.CLIENT,
@@ -192,7 +203,7 @@ class SpanEmitter:
         )
         if call.error_type is not None:
             span.set_status(Status(StatusCode.ERROR))
-        span.end(end_time=call.timing.end_ns)
+        end_span(span, call.timing.end_ns)
         return span.get_span_context()
 
     def start_tool(
@@ -219,7 +230,7 @@ class SpanEmitter:
             _capture_json(attributes, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
         if extra:
             attributes = {**extra, **attributes}
-        return self._tracer.start_span(
+        return self._start_span(
             semconv.tool_span_name(name),
             context=parent,
             kind=SpanKind.INTERNAL,
@@ -252,7 +263,7 @@ class SpanEmitter:
         if extra:
             attributes = {**extra, **attributes}
         kind = SpanKind.CLIENT if operation in _CLIENT_OPERATIONS else SpanKind.INTERNAL
-        return self._tracer.start_span(
+        return self._start_span(
             span_name, context=parent, kind=kind, attributes=attributes, start_time=start_time_ns
         )
 
@@ -282,7 +293,7 @@ class SpanEmitter:
             span.set_attributes(attributes)
         if error_type is not None:
             span.set_status(Status(StatusCode.ERROR))
-        span.end(end_time=end_time_ns)
+        end_span(span, end_time_ns)
 
     @staticmethod
     def loop_end(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.environment_variables import (
@@ -23,6 +23,7 @@ from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from symfonic_otel import semconv
+from symfonic_otel.environment import bad_setting, read_choice
 from symfonic_otel.export.span_export import DROP_REASONS, DropCountingBatchSpanProcessor
 
 OtlpProtocol = Literal["grpc", "http/protobuf"]
@@ -37,38 +38,45 @@ _KNOWN_EXPORTER_NAMES: Final = frozenset({"otlp", "console", "none"})
 DEFAULT_OTLP_METRIC_BATCH: Final = 2_000
 
 
-def selected_exporters(variable: str, log: Any) -> frozenset[str]:
-    """The exporter names of ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` (default otlp)."""
+def selected_exporters(variable: str) -> frozenset[str] | None:
+    """The exporter names of ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER``.
+
+    ``None`` when the variable is unset or names no exporter this package knows: the default
+    rule applies then (a value naming none is warned about). Unknown names beside known ones
+    are warned about and ignored.
+    """
     raw = os.environ.get(variable, "").strip()
     names = frozenset(part.strip().lower() for part in raw.split(",") if part.strip())
     if not names:
-        return frozenset({"otlp"})
-    unknown = sorted(names - _KNOWN_EXPORTER_NAMES)
-    if unknown:
-        log.warning(
-            "symfonic_otel.unsupported_exporter_names",
-            variable=variable,
-            ignored=unknown,
-            supported=sorted(_KNOWN_EXPORTER_NAMES),
+        return None
+    known = names & _KNOWN_EXPORTER_NAMES
+    if names - known:
+        expected = "a list of " + ", ".join(map(repr, sorted(_KNOWN_EXPORTER_NAMES)))
+        instead = (
+            ", ".join(sorted(known)) + " (the other names ignored)"
+            if known
+            else "the default exporters"
         )
-    return names
+        bad_setting(variable, raw, expected, instead)
+    return known or None
 
 
 def protocol_for(signal_variable: str, explicit: OtlpProtocol | None) -> OtlpProtocol:
-    """Signal-specific protocol variable, then the general one, then the spec default."""
+    """Signal-specific protocol variable, then the general one, then the spec default.
+
+    A value that is no supported protocol is warned about and skipped, as if unset.
+    """
     if explicit is not None:
         return explicit
-    for variable in (signal_variable, OTEL_EXPORTER_OTLP_PROTOCOL):
-        raw = os.environ.get(variable, "").strip().lower()
-        if not raw:
-            continue
-        if raw == "grpc":
+    for variable, instead in (
+        (signal_variable, f"{OTEL_EXPORTER_OTLP_PROTOCOL} or the default, 'grpc'"),
+        (OTEL_EXPORTER_OTLP_PROTOCOL, "the default, 'grpc'"),
+    ):
+        chosen = read_choice(variable, PROTOCOLS, "", instead=instead)
+        if chosen == "grpc":
             return "grpc"
-        if raw == "http/protobuf":
+        if chosen == "http/protobuf":
             return "http/protobuf"
-        raise ValueError(
-            f"{variable}={raw!r} is not supported; use one of {', '.join(map(repr, PROTOCOLS))}"
-        )
     return _DEFAULT_PROTOCOL
 
 

@@ -35,6 +35,9 @@ DEFAULT_TIMEOUT_MS: Final = 10_000
 # Share of the shutdown budget the traces may use before the metrics get the rest: the metrics
 # flush last so that the spans lost during the final trace export are counted in it.
 _TRACES_SHARE: Final = 0.6
+# How long the SDK's metric shutdown, on its helper thread, may wait for an export in flight
+# before closing the exporter (the OTLP exporters' own timeout is 10 s by default).
+_SDK_SHUTDOWN_WAIT_MS: Final = 30_000
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 
 
@@ -121,9 +124,10 @@ class Telemetry:
         final metric export carries the orphan count and the spans lost on the way.
 
         Returns True only if every part stopped in time and no span was lost; the shutdown log
-        line says the same (``clean``) with the counts. Past the deadline the exporters are shut
-        down directly, which aborts their retry back-off and closes their connections, so the
-        helper threads left behind finish promptly instead of lingering for the OTLP timeout.
+        line says the same (``clean``) with the counts. Past the deadline the exporters' retry
+        back-off is aborted (their connections are left to the SDK's own shutdown, which closes
+        them once the export in flight ends), so no retry outlives the deadline and the SDK is
+        never handed a closed channel to print a traceback about.
         """
         check_timeout(timeout_millis)
         with self._lock:
@@ -147,7 +151,13 @@ class Telemetry:
             self._shutdown_exporters(SpanExporter)
         metrics_budget = remaining_s()
         metrics_ok = _run_bounded(
-            {"metrics": lambda: self.meter_provider.shutdown(timeout_millis=metrics_budget * 1000)},
+            # The SDK's own wait is longer than ours: its reader closes the exporter only after
+            # the export in flight ends, never under it (our wait still ends at the deadline).
+            {
+                "metrics": lambda: self.meter_provider.shutdown(
+                    timeout_millis=max(metrics_budget * 1000, _SDK_SHUTDOWN_WAIT_MS)
+                )
+            },
             metrics_budget,
             self._log,
             "shutdown",
@@ -172,12 +182,21 @@ class Telemetry:
         return clean
 
     def _shutdown_exporters(self, kind: type) -> None:
+        """Past the deadline: stop the exporters' retries, never close their connections.
+
+        Closing a channel under an export still in flight gives the SDK a closed channel to
+        fail on and print about ("Channel closed!", a traceback at exit). Setting the event the
+        exporter's retry back-off waits on ends the retries at once; the export in flight ends
+        by its own OTLP timeout, and the SDK's shutdown, still running on its helper thread,
+        closes the connection after it. An exporter without that event is left to its timeout.
+        """
         for exporter in self._exporters:
             if isinstance(exporter, kind):
-                try:
-                    exporter.shutdown()
-                except Exception:  # best effort after the deadline
-                    continue
+                for owner in (exporter, getattr(exporter, "_client", None)):
+                    for name in ("_shutdown_in_progress", "_shutdown_event"):
+                        event = getattr(owner, name, None)
+                        if isinstance(event, threading.Event):
+                            event.set()
 
     def _shutdown_traces(self) -> bool:
         self.tracer_provider.shutdown()

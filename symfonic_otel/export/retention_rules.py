@@ -11,7 +11,6 @@ structure; no text is ever interpreted.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -20,6 +19,7 @@ from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv
+from symfonic_otel.environment import read_number
 
 DEFAULT_HEALTHY_TRACE_RATIO: Final = 1.0
 _KEPT_OUTCOMES: Final = frozenset({"error", "cancelled", "abandoned"})
@@ -67,29 +67,17 @@ def check_ratio(value: object, option: str = "healthy_trace_ratio") -> float:
     return float(value)
 
 
-def ratio_from_env(explicit: float | None, log: Any) -> float:
+def ratio_from_env(explicit: float | None) -> float:
     """The explicit ratio if given, else ``SYMFONIC_OTEL_HEALTHY_TRACE_RATIO``, else 1.0.
 
-    A bad variable never stops the application: it is logged (variable and value) and the
-    default applies.
+    A bad variable never stops the application: the package's one policy for telemetry
+    variables warns (variable and value) and the default applies.
     """
     if explicit is not None:
         return check_ratio(explicit)
-    name = semconv.HEALTHY_TRACE_RATIO_ENV
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return DEFAULT_HEALTHY_TRACE_RATIO
-    try:
-        return check_ratio(float(raw), name)
-    except ValueError:
-        log.warning(
-            "symfonic_otel.invalid_healthy_trace_ratio",
-            variable=name,
-            value=raw[:64],
-            using=DEFAULT_HEALTHY_TRACE_RATIO,
-            hint="a number from 0.0 to 1.0; every trace is exported meanwhile",
-        )
-        return DEFAULT_HEALTHY_TRACE_RATIO
+    return read_number(
+        semconv.HEALTHY_TRACE_RATIO_ENV, DEFAULT_HEALTHY_TRACE_RATIO, minimum=0.0, maximum=1.0
+    )
 
 
 def ratio_bound(ratio: float) -> int:

@@ -54,8 +54,8 @@ def _signal(
     variable: str, endpoints: tuple[str, ...], *, prometheus: bool, log: Any
 ) -> tuple[bool, bool]:
     """(otlp, console) for one signal when ``otlp`` was not forced."""
-    if os.environ.get(variable, "").strip():
-        names = selected_exporters(variable, log)
+    names = selected_exporters(variable)
+    if names is not None:
         return "otlp" in names, "console" in names
     if not prometheus:
         return True, False

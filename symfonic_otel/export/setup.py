@@ -41,9 +41,10 @@ from opentelemetry.sdk.trace.export import (
 
 from symfonic_otel.emit import tenant_hub
 from symfonic_otel.emit.budget import cardinality_view
+from symfonic_otel.environment import substituted
+from symfonic_otel.export.arguments import validate_arguments, validate_components
 from symfonic_otel.export.exporters import (
     DEFAULT_OTLP_METRIC_BATCH,
-    PROTOCOLS,
     OtlpProtocol,
     observe_span_losses,
     otlp_metric_exporter,
@@ -54,6 +55,7 @@ from symfonic_otel.export.handle import Telemetry
 from symfonic_otel.export.prometheus import PrometheusEndpoint, start_prometheus
 from symfonic_otel.export.retention import OutcomeRetentionSpanProcessor
 from symfonic_otel.export.retention_rules import ratio_from_env
+from symfonic_otel.export.sdk_settings import settings_for
 from symfonic_otel.export.selection import choose_exporters
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.export.trace_exemplars import KeptTraceExemplarFilter, exports_spans
@@ -119,7 +121,7 @@ def configure_telemetry(
     Exemplars only name exported traces: with no span processor that exports, none carries a
     trace id (logged once); under retention, only the traces it keeps.
     """
-    _validate(
+    validate_arguments(
         service_name=service_name,
         resource_attributes=resource_attributes,
         otlp=otlp,
@@ -131,8 +133,9 @@ def configure_telemetry(
         export_interval_ms=export_interval_ms,
         otlp_metric_batch_size=otlp_metric_batch_size,
     )
+    validate_components(span_processors, metric_readers)
     log = get_logger()
-    ratio = ratio_from_env(healthy_trace_ratio, log)
+    ratio = ratio_from_env(healthy_trace_ratio)
     failures = FailureLog()
 
     attributes: dict[str, str] = dict(resource_attributes or {})
@@ -145,8 +148,18 @@ def configure_telemetry(
     )
     traces_otlp, traces_console = choice.traces_otlp, choice.traces_console
     metrics_otlp, metrics_console = choice.metrics_otlp, choice.metrics_console
-    traces_protocol = protocol_for(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, otlp_protocol)
-    metrics_protocol = protocol_for(OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, otlp_protocol)
+    # A variable is read (and a bad value warned about) only when what reads it is built.
+    traces_protocol = (
+        protocol_for(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, otlp_protocol) if traces_otlp else None
+    )
+    metrics_protocol = (
+        protocol_for(OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, otlp_protocol) if metrics_otlp else None
+    )
+    settings = settings_for(
+        otlp=traces_otlp or metrics_otlp,
+        periodic=metrics_otlp or metrics_console,
+        batch_spans=traces_otlp,
+    )
 
     exporters: list[SpanExporter | MetricExporter] = []
     batch_processors: list[DropCountingBatchSpanProcessor] = []
@@ -155,62 +168,67 @@ def configure_telemetry(
     prometheus_endpoint: PrometheusEndpoint | None = None
     prometheus_thread: threading.Thread | None = None
 
-    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    held: DropCountingBatchSpanProcessor | None = None  # exported through retention
-    if traces_otlp:
-        span_exporter = otlp_span_exporter(traces_protocol)
-        exporters.append(span_exporter)
-        processor = DropCountingBatchSpanProcessor(span_exporter, failures=failures)
-        batch_processors.append(processor)
-        if ratio < 1.0:
-            held = processor  # added behind retention, after the extra processors
-        else:
-            tracer_provider.add_span_processor(processor)
-    if traces_console:
-        # Synchronous on purpose: development output should appear in event order. ``out`` is
-        # passed so a stdout redirected before this call is honoured (the SDK default binds the
-        # stream at import time).
-        tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stdout)))
-    for extra in span_processors:
-        tracer_provider.add_span_processor(extra)
-
-    if metrics_otlp:
-        metric_exporter = otlp_metric_exporter(metrics_protocol, otlp_metric_batch_size)
-        exporters.append(metric_exporter)
-        readers.append(
-            PeriodicExportingMetricReader(
-                metric_exporter, export_interval_millis=export_interval_ms
+    # The SDK components read their own variables as they are built: a bad value gets one
+    # warning naming it and the default, never an exception from deep inside the SDK.
+    with substituted(settings):
+        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        held: DropCountingBatchSpanProcessor | None = None  # exported through retention
+        if traces_protocol is not None:
+            span_exporter = otlp_span_exporter(traces_protocol)
+            exporters.append(span_exporter)
+            processor = DropCountingBatchSpanProcessor(span_exporter, failures=failures)
+            batch_processors.append(processor)
+            if ratio < 1.0:
+                held = processor  # added behind retention, after the extra processors
+            else:
+                tracer_provider.add_span_processor(processor)
+        if traces_console:
+            # Synchronous on purpose: development output should appear in event order. ``out`` is
+            # passed so a stdout redirected before this call is honoured (the SDK default binds the
+            # stream at import time).
+            tracer_provider.add_span_processor(
+                SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stdout))
             )
-        )
-    if metrics_console:
-        readers.append(
-            PeriodicExportingMetricReader(
-                ConsoleMetricExporter(), export_interval_millis=export_interval_ms
-            )
-        )
-    if prometheus_port is not None:
-        prometheus_reader, prometheus_endpoint, prometheus_server, prometheus_thread = (
-            start_prometheus(prometheus_host, prometheus_port)
-        )
-        readers.append(prometheus_reader)
-    readers.extend(metric_readers)
+        for extra in span_processors:
+            tracer_provider.add_span_processor(extra)
 
-    kept_traces = KeptTraceExemplarFilter(tracer_provider)
-    try:
-        # This package's instruments get a cardinality limit above the handlers' own series
-        # budgets, so no tenant ever lands in the SDK's unlabelled overflow series.
-        meter_provider = MeterProvider(
-            resource=resource,
-            metric_readers=readers,
-            shutdown_on_exit=False,
-            views=[cardinality_view()],
-            exemplar_filter=kept_traces if _default_exemplar_filter() else None,
-        )
-    except Exception:
-        if prometheus_server is not None:
-            prometheus_server.shutdown()
-            prometheus_server.server_close()
-        raise
+        if metrics_protocol is not None:
+            metric_exporter = otlp_metric_exporter(metrics_protocol, otlp_metric_batch_size)
+            exporters.append(metric_exporter)
+            readers.append(
+                PeriodicExportingMetricReader(
+                    metric_exporter, export_interval_millis=export_interval_ms
+                )
+            )
+        if metrics_console:
+            readers.append(
+                PeriodicExportingMetricReader(
+                    ConsoleMetricExporter(out=sys.stdout), export_interval_millis=export_interval_ms
+                )
+            )
+        if prometheus_port is not None:
+            prometheus_reader, prometheus_endpoint, prometheus_server, prometheus_thread = (
+                start_prometheus(prometheus_host, prometheus_port)
+            )
+            readers.append(prometheus_reader)
+        readers.extend(metric_readers)
+
+        kept_traces = KeptTraceExemplarFilter(tracer_provider)
+        try:
+            # This package's instruments get a cardinality limit above the handlers' own series
+            # budgets, so no tenant ever lands in the SDK's unlabelled overflow series.
+            meter_provider = MeterProvider(
+                resource=resource,
+                metric_readers=readers,
+                shutdown_on_exit=False,
+                views=[cardinality_view()],
+                exemplar_filter=kept_traces if _default_exemplar_filter() else None,
+            )
+        except Exception:
+            if prometheus_server is not None:
+                prometheus_server.shutdown()
+                prometheus_server.server_close()
+            raise
 
     retention = None
     if held is not None:
@@ -280,8 +298,8 @@ def configure_telemetry(
     log.info(
         "symfonic_otel.telemetry_configured",
         service_name=resource.attributes.get(SERVICE_NAME),
-        traces_otlp=traces_protocol if traces_otlp else None,
-        metrics_otlp=metrics_protocol if metrics_otlp else None,
+        traces_otlp=traces_protocol,
+        metrics_otlp=metrics_protocol,
         console=traces_console or metrics_console,
         prometheus=(
             f"{prometheus_host}:{telemetry.prometheus_port}"
@@ -299,70 +317,3 @@ def _default_exemplar_filter() -> bool:
     unset or ``trace_based``); an explicit ``always_on`` / ``always_off`` is left to the SDK."""
     raw = os.environ.get(OTEL_METRICS_EXEMPLAR_FILTER, "").strip().lower()
     return raw in {"", "trace_based"}
-
-
-def _validate(
-    *,
-    service_name: object,
-    resource_attributes: object,
-    otlp: object,
-    otlp_protocol: object,
-    console: object,
-    prometheus_port: object,
-    prometheus_host: object,
-    set_global: object,
-    export_interval_ms: object,
-    otlp_metric_batch_size: object,
-) -> None:
-    """Reject bad arguments up front, each message naming the argument at fault."""
-    if service_name is not None and (not isinstance(service_name, str) or not service_name.strip()):
-        raise ValueError(f"service_name must be a non-empty str or None, got {service_name!r}")
-    if resource_attributes is not None:
-        if not isinstance(resource_attributes, Mapping):
-            raise TypeError(
-                f"resource_attributes must be a mapping of str to str, got {resource_attributes!r}"
-            )
-        for key, value in resource_attributes.items():
-            if not isinstance(key, str) or not key or not isinstance(value, str):
-                raise TypeError(
-                    "resource_attributes must map non-empty str keys to str values, "
-                    f"got {key!r}: {value!r}"
-                )
-    for name, flag in (("console", console), ("set_global", set_global)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {flag!r}")
-    if otlp is not None and not isinstance(otlp, bool):
-        raise TypeError(f"otlp must be a bool or None, got {otlp!r}")
-    if otlp_protocol is not None and otlp_protocol not in PROTOCOLS:
-        raise ValueError(
-            f"otlp_protocol must be one of {', '.join(map(repr, PROTOCOLS))} or None, "
-            f"got {otlp_protocol!r}"
-        )
-    if prometheus_port is not None and (
-        isinstance(prometheus_port, bool)
-        or not isinstance(prometheus_port, int)
-        or not 0 <= prometheus_port <= 65535
-    ):
-        raise ValueError(
-            "prometheus_port must be an int between 0 and 65535 (0 picks a free port) or None, "
-            f"got {prometheus_port!r}"
-        )
-    if not isinstance(prometheus_host, str) or not prometheus_host.strip():
-        raise ValueError(f"prometheus_host must be a non-empty str, got {prometheus_host!r}")
-    if export_interval_ms is not None and (
-        isinstance(export_interval_ms, bool)
-        or not isinstance(export_interval_ms, int)
-        or export_interval_ms <= 0
-    ):
-        raise ValueError(
-            f"export_interval_ms must be a positive int or None, got {export_interval_ms!r}"
-        )
-    if (
-        isinstance(otlp_metric_batch_size, bool)
-        or not isinstance(otlp_metric_batch_size, int)
-        or otlp_metric_batch_size <= 0
-    ):
-        raise ValueError(
-            "otlp_metric_batch_size must be a positive int (data points per OTLP message), "
-            f"got {otlp_metric_batch_size!r}"
-        )

@@ -10,7 +10,8 @@ try:
     import google.adk as _adk  # noqa: F401  (fail here, with the extra's name)
 except ImportError as exc:  # pragma: no cover - exercised in an environment without it
     raise ImportError(
-        "symfonic_otel.google_adk needs Google ADK: pip install 'symfonic-otel[google-adk]'"
+        "symfonic_otel.google_adk needs Google ADK: "
+        "pip install -e '.[google-adk]' from a checkout of symfonic-otel"
     ) from exc
 
 from symfonic_otel.google_adk.plugin import SymfonicPlugin

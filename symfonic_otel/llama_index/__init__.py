@@ -12,7 +12,8 @@ try:
     import llama_index.core as _llama_index  # noqa: F401  (fail here, with the extra's name)
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without it
     raise ImportError(
-        "symfonic_otel.llama_index needs LlamaIndex: pip install 'symfonic-otel[llama-index]'"
+        "symfonic_otel.llama_index needs LlamaIndex: "
+        "pip install -e '.[llama-index]' from a checkout of symfonic-otel"
     ) from exc
 
 from symfonic_otel.llama_index.instrument import SymfonicLlamaIndex

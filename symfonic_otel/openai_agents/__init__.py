@@ -12,7 +12,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the SDK
     raise ImportError(
         "symfonic_otel.openai_agents needs the OpenAI Agents SDK: "
-        "pip install 'symfonic-otel[openai-agents]'"
+        "pip install -e '.[openai-agents]' from a checkout of symfonic-otel"
     ) from exc
 
 from symfonic_otel.openai_agents.processor import SymfonicTracingProcessor

@@ -10,7 +10,8 @@ try:
     import pydantic_ai as _pydantic_ai  # noqa: F401  (fail here, with the extra's name)
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without it
     raise ImportError(
-        "symfonic_otel.pydantic_ai needs Pydantic AI: pip install 'symfonic-otel[pydantic-ai]'"
+        "symfonic_otel.pydantic_ai needs Pydantic AI: "
+        "pip install -e '.[pydantic-ai]' from a checkout of symfonic-otel"
     ) from exc
 
 from symfonic_otel.pydantic_ai.capability import SymfonicCapability

@@ -7,19 +7,23 @@ Off by default. Follows the GenAI instrumentations' switch,
 from __future__ import annotations
 
 import json
-import os
 
 from symfonic_otel import semconv
+from symfonic_otel.environment import read_choice
 from symfonic_otel.read.sanitise import clean_text
 
 MAX_CONTENT_CHARS = 4096
 _ENABLED_VALUES = frozenset({"true", "span_only", "span_and_event"})
+# The switch's other values (semconv's, and ``false``): content stays in the process.
+_KNOWN_VALUES = _ENABLED_VALUES | {"false", "no_content", "event_only"}
 
 
 def resolve_capture(capture_content: bool | None) -> bool:
     if capture_content is None:
-        raw = os.environ.get(semconv.CAPTURE_CONTENT_ENV, "")
-        return raw.strip().lower() in _ENABLED_VALUES
+        chosen = read_choice(
+            semconv.CAPTURE_CONTENT_ENV, _KNOWN_VALUES, "false", instead="no capture (the default)"
+        )
+        return chosen in _ENABLED_VALUES
     if not isinstance(capture_content, bool):
         raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
     return capture_content

@@ -10,7 +10,8 @@ try:
     import smolagents as _smolagents  # type: ignore[import-untyped]  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without it
     raise ImportError(
-        "symfonic_otel.smolagents needs smolagents: pip install 'symfonic-otel[smolagents]'"
+        "symfonic_otel.smolagents needs smolagents: "
+        "pip install -e '.[smolagents]' from a checkout of symfonic-otel"
     ) from exc
 
 from symfonic_otel.smolagents.callbacks import SymfonicSmolagents

@@ -132,6 +132,8 @@ class SilentBailSpanProcessor(SpanProcessor):
         self._traces = SpanTable(max_traces, float(trace_ttl_s))
         self._failures = FailureLog()
         self._fold_lock = threading.Lock()
+        self._ending_hook = False  # set once the SDK calls ``_on_ending``
+        self._interrupted = threading.local()
         # Traces whose root never ends are judged at every metric collection too.
         self._metrics.recorder.on_collect(self.expire_traces)
         # Outcome retention waits for this processor's verdict at each local root it sees.
@@ -143,7 +145,23 @@ class SilentBailSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
 
+    def _on_ending(self, span: Span) -> None:
+        """The SDK's hook just before ``on_end`` (every supported SDK calls it): the span is
+        read here, because the SDK's loop over ``on_end`` stops at the first processor that
+        raises, and one placed before this one would cost every run its count."""
+        self._ending_hook = True
+        try:
+            self.on_end(span)
+        except BaseException as interrupt:  # Ctrl-C while recording: raised from ``on_end``,
+            self._interrupted.value = interrupt  # as before, after the others' ``_on_ending``
+
     def on_end(self, span: ReadableSpan) -> None:
+        interrupt = getattr(self._interrupted, "value", None)
+        if interrupt is not None:
+            self._interrupted.value = None
+            raise interrupt
+        if self._ending_hook and not isinstance(span, Span):
+            return  # read already in ``_on_ending`` (a second reading would find it ended)
         try:
             self._on_end(span)
         except Exception as exc:  # never into the SDK, never into the instrumented app

@@ -10,7 +10,8 @@ try:
     import strands as _strands  # noqa: F401  (fail here, with the extra's name)
 except ImportError as exc:  # pragma: no cover - exercised in an environment without it
     raise ImportError(
-        "symfonic_otel.strands needs Strands Agents: pip install 'symfonic-otel[strands]'"
+        "symfonic_otel.strands needs Strands Agents: "
+        "pip install -e '.[strands]' from a checkout of symfonic-otel"
     ) from exc
 
 from symfonic_otel.strands.hooks import SymfonicHooks

@@ -3,7 +3,10 @@
 Fast check: the distributions the shown line installs (the package's requirements plus the
 extra's, closed over the requirements of what is installed here) provide every module the
 example imports. The live check installs the package with an extra into a fresh virtualenv
-(no system site packages) and runs the README's LangChain example there.
+(no system site packages) and runs the README's LangChain example there; another runs the
+smolagents page's line as written and imports the adapter. Every install line of the package, in
+the docs and in the package's own messages, has the one form of the quick start: from a checkout,
+``pip install -e .`` or ``pip install -e '.[extra]'`` (the package is on no index).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -101,6 +105,28 @@ SHOWN = [
 ]
 
 
+# Every framework page shows the same line for its extra: the one form, from a checkout.
+FRAMEWORK_PAGES = {
+    "docs/frameworks/openai-agents.md": "openai-agents",
+    "docs/frameworks/pydantic-ai.md": "pydantic-ai",
+    "docs/frameworks/llama-index.md": "llama-index",
+    "docs/frameworks/smolagents.md": "smolagents",
+    "docs/frameworks/google-adk.md": "google-adk",
+    "docs/frameworks/strands.md": "strands",
+    "docs/frameworks/crewai.md": "crewai",
+}
+# Where install lines are written for a reader: the docs, the README, CONTRIBUTING, and the
+# package's own "needs the extra" messages.
+WRITTEN = [
+    ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "docs" / "examples").glob("*")),
+    *sorted((ROOT / "symfonic_otel").rglob("*.py")),
+]
+_PIP_INSTALL = re.compile(r"pip install ([^`\n\"]*)")
+
+
 def _name(text: str) -> str:
     return re.sub(r"[-_.]+", "-", text).lower()
 
@@ -159,6 +185,64 @@ def test_the_page_shows_an_install_line_that_brings_every_import(
     code = (EXAMPLES / example).read_text().strip()
     assert example in text or code in text, f"{page} shows no {example}"  # by name, or verbatim
     assert missing_imports(example, installed_by(extra, packages)) == []
+
+
+def package_targets(command: str) -> list[str]:
+    """The arguments of one ``pip install ...`` that name this package rather than an index's."""
+    command = re.split(r"#|&&|;|\||\)|\(| from ", command)[0]
+    words = command.replace("'", " ").replace('"', " ").split()
+    return [word for word in words if word.startswith((".", "/")) or "symfonic" in word]
+
+
+def is_the_one_form(target: str) -> bool:
+    """``-e .`` / ``-e '.[extra]'`` from a checkout, or the quick start's other-project path."""
+    if target == "/path/to/symfonic-otel":
+        return True
+    match = re.fullmatch(r"\.(?:\[([a-z-]+(?:,[a-z-]+)*)\])?", target)
+    if match is None:
+        return False
+    extras = (match.group(1) or "").split(",") if match.group(1) else []
+    return all(extra in PROJECT["optional-dependencies"] for extra in extras)
+
+
+def test_every_install_line_of_the_package_has_the_one_form() -> None:
+    """The package is on no index: ``pip install 'symfonic-otel[x]'`` cannot work anywhere."""
+    wrong = []
+    for path in WRITTEN:
+        text = path.read_text(encoding="utf-8")
+        for match in _PIP_INSTALL.finditer(text):
+            command = match.group(1)
+            targets = package_targets(command)
+            editable = "-e" in re.split(r"#|&&|;", command)[0].split()
+            for target in targets:
+                ok = is_the_one_form(target) and (target.startswith("/") or editable)
+                if not ok:
+                    wrong.append(f"{path.relative_to(ROOT)}: pip install {command.strip()}")
+    assert wrong == []
+
+
+@pytest.mark.parametrize(("page", "extra"), sorted(FRAMEWORK_PAGES.items()))
+def test_each_framework_page_shows_the_one_line_for_its_extra(page: str, extra: str) -> None:
+    text = (ROOT / page).read_text()
+    assert f"pip install -e '.[{extra}]'    # from a checkout of this repository" in text
+    assert extra in PROJECT["optional-dependencies"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pip install 'symfonic-otel[smolagents]'",
+        "pip install symfonic-otel",
+        "pip install -e '.[smolagent]'",  # no such extra
+        "pip install '.[smolagents]'",  # not the editable form the pages show
+    ],
+)
+def test_the_form_check_rejects_a_line_that_cannot_work(line: str) -> None:
+    command = line.removeprefix("pip install ")
+    targets = package_targets(command)
+    editable = "-e" in command.split()
+    assert targets, line
+    assert not all(is_the_one_form(t) and (t.startswith("/") or editable) for t in targets)
 
 
 def test_the_check_catches_a_missing_extra() -> None:
@@ -226,3 +310,56 @@ def test_a_fresh_virtualenv_runs_the_langchain_example_after_its_install_line(
     assert export.returncode == 0, export.stderr
     page = tmp_path / "ops" / "runbooks" / "SymfonicSilentBailBudgetBurn" / "README.md"
     assert page.read_text().startswith("# SymfonicSilentBailBudgetBurn")
+
+
+@pytest.mark.timeout(1800)  # resolves and installs the extra: about 30 s from a local index
+def test_a_fresh_virtualenv_imports_the_adapter_after_the_smolagents_pages_line(
+    tmp_path: Path,
+) -> None:
+    """The framework page's own line, run as written in a copy of the checkout: a full install
+    into a new virtualenv (no system site packages), then the adapter is imported and built."""
+    page = (ROOT / "docs/frameworks/smolagents.md").read_text()
+    line = next(row for row in page.splitlines() if row.startswith("pip install "))
+    command = shlex.split(line.split("#")[0])
+    assert command == ["pip", "install", "-e", ".[smolagents]"]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    source = tmp_path / "checkout"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", ".venvs", "site", "__pycache__", "*.egg-info"
+        ),
+    )
+    install = subprocess.run(
+        [str(venv / "bin" / command[0]), *command[1:], "-q", "--prefer-binary"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=source,
+        timeout=1500,
+        check=False,
+    )
+    if install.returncode != 0 and not os.environ.get("CI"):
+        pytest.skip(f"no package index reachable: {install.stderr[-300:]}")
+    assert install.returncode == 0, install.stderr
+    run = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import symfonic_otel.smolagents as m, smolagents\n"
+            "from symfonic_otel.smolagents import SymfonicSmolagents\n"
+            "SymfonicSmolagents()\n"
+            "print(m.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().startswith(str(source))  # the checkout the line installed

@@ -21,6 +21,7 @@ from structlog.testing import capture_logs
 
 from symfonic_otel import OTelCallbackHandler, OutcomeRetentionSpanProcessor, semconv
 from symfonic_otel.emit.retention_marks import keep_trace
+from symfonic_otel.environment import TelemetrySettingWarning
 from symfonic_otel.export.retention_rules import ratio_bound, ratio_keeps
 from symfonic_otel.export.setup import configure_telemetry
 from tests.support.retention_runs import FAILING, HEALTHY, plan, play_all
@@ -223,9 +224,13 @@ def test_the_environment_sets_the_ratio_and_a_bad_value_only_warns(
     with configure_telemetry(set_global=False, healthy_trace_ratio=1.0) as telemetry:
         assert telemetry.retention is None  # the argument wins over the variable
     monkeypatch.setenv(semconv.HEALTHY_TRACE_RATIO_ENV, "one percent")
-    with capture_logs() as logs, configure_telemetry(set_global=False) as telemetry:
+    with (
+        capture_logs() as logs,
+        pytest.warns(TelemetrySettingWarning, match=semconv.HEALTHY_TRACE_RATIO_ENV),
+        configure_telemetry(set_global=False) as telemetry,
+    ):
         assert telemetry.retention is None
-    (warning,) = [e for e in logs if e["event"] == "symfonic_otel.invalid_healthy_trace_ratio"]
+    (warning,) = [e for e in logs if e["event"] == "symfonic_otel.bad_environment_variable"]
     assert warning["log_level"] == "warning"
     assert warning["variable"] == semconv.HEALTHY_TRACE_RATIO_ENV
     assert warning["value"] == "one percent"

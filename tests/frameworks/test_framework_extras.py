@@ -28,13 +28,13 @@ def test_the_core_never_imports_the_frameworks() -> None:
 @pytest.mark.parametrize(
     ("module", "blocked", "extra"),
     [
-        ("symfonic_otel.openai_agents", "agents", "symfonic-otel[openai-agents]"),
-        ("symfonic_otel.pydantic_ai", "pydantic_ai", "symfonic-otel[pydantic-ai]"),
-        ("symfonic_otel.llama_index", "llama_index.core", "symfonic-otel[llama-index]"),
-        ("symfonic_otel.smolagents", "smolagents", "symfonic-otel[smolagents]"),
-        ("symfonic_otel.google_adk", "google.adk", "symfonic-otel[google-adk]"),
-        ("symfonic_otel.strands", "strands", "symfonic-otel[strands]"),
-        ("symfonic_otel.crewai", "crewai", "symfonic-otel[crewai]"),
+        ("symfonic_otel.openai_agents", "agents", "pip install -e '.[openai-agents]'"),
+        ("symfonic_otel.pydantic_ai", "pydantic_ai", "pip install -e '.[pydantic-ai]'"),
+        ("symfonic_otel.llama_index", "llama_index.core", "pip install -e '.[llama-index]'"),
+        ("symfonic_otel.smolagents", "smolagents", "pip install -e '.[smolagents]'"),
+        ("symfonic_otel.google_adk", "google.adk", "pip install -e '.[google-adk]'"),
+        ("symfonic_otel.strands", "strands", "pip install -e '.[strands]'"),
+        ("symfonic_otel.crewai", "crewai", "pip install -e '.[crewai]'"),
     ],
 )
 def test_a_missing_framework_names_the_extra(module: str, blocked: str, extra: str) -> None:

@@ -18,11 +18,14 @@ from typing import Any
 
 import pytest
 import structlog
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, InMemoryMetricReader
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
 from symfonic_otel import OTelCallbackHandler, configure_telemetry
 from symfonic_otel.agent import FrameworkConfig
 from symfonic_otel.cli import EXIT_USAGE, main
 from symfonic_otel.demo import DemoOptions
+from symfonic_otel.environment import TelemetrySettingWarning
 
 
 @pytest.fixture(autouse=True)
@@ -39,6 +42,8 @@ def structlog_config() -> Iterator[None]:
     yield
     structlog.configure(**saved)
 
+
+_READER = InMemoryMetricReader()
 
 # --- configure_telemetry --------------------------------------------------------------------------
 
@@ -61,6 +66,17 @@ def structlog_config() -> Iterator[None]:
         ({"console": None}, "console"),
         ({"healthy_trace_ratio": 1.01}, "healthy_trace_ratio"),
         ({"healthy_trace_ratio": "0.01"}, "healthy_trace_ratio"),
+        ({"span_processors": [1]}, r"span_processors\[0\]"),
+        ({"span_processors": None}, "span_processors"),
+        ({"span_processors": "processor"}, "span_processors"),
+        (
+            {"span_processors": [SimpleSpanProcessor(ConsoleSpanExporter()), object()]},
+            r"span_processors\[1\]",
+        ),
+        ({"metric_readers": [1]}, r"metric_readers\[0\]"),
+        ({"metric_readers": InMemoryMetricReader()}, "metric_readers"),
+        ({"metric_readers": [ConsoleMetricExporter()]}, r"metric_readers\[0\]"),
+        ({"metric_readers": [_READER, _READER]}, "metric_readers"),
     ],
 )
 def test_configure_telemetry_rejects_bad_arguments_before_building_anything(
@@ -84,9 +100,11 @@ def test_configure_telemetry_rejects_bad_arguments_before_building_anything(
 def test_unsupported_protocol_variable_is_named_with_its_value(
     monkeypatch: pytest.MonkeyPatch, variable: str, value: str
 ) -> None:
+    """The environment's policy: one warning naming it, the default used, the app starts."""
     monkeypatch.setenv(variable, value)
-    with pytest.raises(ValueError, match=re.escape(f"{variable}={value!r} is not supported")):
-        configure_telemetry(set_global=False)
+    with pytest.warns(TelemetrySettingWarning, match=re.escape(f"{variable}={value!r} is not")):
+        telemetry = configure_telemetry(set_global=False, otlp=True)
+    telemetry.shutdown(timeout_millis=200)
 
 
 @pytest.mark.parametrize("operation", ["force_flush", "shutdown"])
