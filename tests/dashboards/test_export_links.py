@@ -9,10 +9,12 @@ on stderr, naming the flag. ``--traces jaeger`` provisions Jaeger as the trace d
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import jsonschema  # type: ignore[import-untyped, unused-ignore]
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
@@ -157,5 +159,13 @@ def test_traces_jaeger_provisions_jaeger_under_the_same_uid(
     (jaeger,) = yaml.safe_load((jaeger_out / source).read_text())["datasources"]
     assert (tempo["type"], jaeger["type"]) == ("tempo", "jaeger")
     assert tempo["uid"] == jaeger["uid"]
+    # Every exported data source file is one Grafana's provisioning reads as meant.
+    schema = json.loads(
+        (Path(__file__).parent / "grafana/datasource-provisioning.schema.json").read_text()
+    )
+    validator = jsonschema.Draft7Validator(schema)
+    for out in (tempo_out, jaeger_out):
+        for path in (out / "grafana/provisioning/datasources").glob("*.yaml"):
+            assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
     with pytest.raises(ValueError, match="traces"):
         dashboards.export(tmp_path / "x", traces="zipkin")
