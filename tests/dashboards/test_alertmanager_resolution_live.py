@@ -81,13 +81,22 @@ def _run_incident(tmp_path: Path, config: dict[str, Any]) -> WebhookReceiver:
         test_config = config_for_test(config, hook.url, factor=FACTOR)
         with AlertmanagerServer(tmp_path, test_config) as alertmanager:
             page = _alert(PAGE, "critical", ends_in_s=600)
-            ticket = _alert(TICKET, "warning", ends_in_s=600)
-            _post(alertmanager, [page, ticket])
+            _post(alertmanager, [page])
             assert _wait(lambda: _page_notes(hook), 20), alertmanager.log_tail()
-            first = _page_notes(hook)[0]
-            assert first["status"] == "firing"
-            # The ticket is inhibited under the page: it is in no notification yet.
-            assert [a["labels"]["alertname"] for a in first["alerts"]] == [PAGE]
+            assert _page_notes(hook)[0]["status"] == "firing"
+            # The slow burn starts while the page fires: the shipped inhibition holds it back.
+            _post(alertmanager, [_alert(TICKET, "warning", ends_in_s=600)])
+
+            def ticket_inhibited() -> bool:
+                return any(
+                    a["labels"]["alertname"] == TICKET and a["status"]["inhibitedBy"]
+                    for a in alertmanager.alerts()
+                )
+
+            assert _wait(ticket_inhibited, 20), alertmanager.alerts()
+            time.sleep(6)  # one group interval: the ticket stays out of every notification
+            for note in hook.notifications():
+                assert [a["labels"]["alertname"] for a in note["alerts"]] == [PAGE], note
             # Prometheus resolves the page: the same alert, ending now; the ticket stays.
             resolved = dict(page, endsAt=datetime.now(UTC).isoformat())
             _post(alertmanager, [resolved, _alert(TICKET, "warning", ends_in_s=600)])
