@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from symfonic_otel._version import __version__
@@ -64,6 +64,21 @@ def _directory(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must name a directory, got an empty path")
     return text
+
+
+def _url(option: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        from symfonic_otel.dashboards import base_url
+
+        try:
+            return base_url(text, option)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an absolute http(s) URL without query or fragment "
+                f"(e.g. https://grafana.example.com), got {text!r}"
+            ) from None
+
+    return parse
 
 
 def _tenants(text: str) -> int | tuple[str, ...]:
@@ -188,6 +203,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("directory", type=_directory, metavar="DIR")
     export.add_argument("--force", action="store_true", help="overwrite files that exist")
+    export.add_argument(
+        "--runbook-base-url",
+        type=_url("--runbook-base-url"),
+        default=None,
+        metavar="URL",
+        help="where the runbooks are served (the exported folder on your git host, or the docs "
+        "site): every alert's runbook_url becomes URL/runbooks/<alert>/",
+    )
+    export.add_argument(
+        "--grafana-url",
+        type=_url("--grafana-url"),
+        default=None,
+        metavar="URL",
+        help="your Grafana: every alert's dashboard_url becomes the overview dashboard there, "
+        "with the alert's tenant selected",
+    )
+    export.add_argument(
+        "--traces",
+        choices=("tempo", "jaeger"),
+        default="tempo",
+        help="the trace store Grafana is provisioned with, which exemplars open (default tempo)",
+    )
     parser.set_defaults(help_of=parser)
     dashboards.set_defaults(help_of=dashboards)
     return parser
@@ -260,17 +297,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             signal.signal(signal.SIGTERM, previous)
         return EXIT_TERMINATED if terminated and code == EXIT_INTERRUPTED else code
-    return _export(args.directory, force=args.force)
+    return _export(
+        args.directory,
+        force=args.force,
+        runbook_base_url=args.runbook_base_url,
+        grafana_url=args.grafana_url,
+        traces=args.traces,
+    )
 
 
-def _export(directory: str, *, force: bool) -> int:
+def _export(
+    directory: str,
+    *,
+    force: bool,
+    runbook_base_url: str | None,
+    grafana_url: str | None,
+    traces: str,
+) -> int:
     from symfonic_otel.dashboards import export as export_dashboards
 
     prog = "symfonic-otel dashboards export"
     target = Path(directory)
     existed = {p for p in target.rglob("*") if p.is_file()} if target.is_dir() else set()
     try:
-        written = export_dashboards(target, force=force)
+        written = export_dashboards(
+            target,
+            force=force,
+            runbook_base_url=runbook_base_url,
+            grafana_url=grafana_url,
+            traces=traces,
+        )
     except FileExistsError as exc:
         return _usage_error(prog, f"{exc}; pass --force to overwrite them")
     except OSError as exc:
@@ -285,11 +341,37 @@ def _export(directory: str, *, force: bool) -> int:
     if (target / "runbooks").is_dir():
         print(
             f"Runbooks: {target / 'runbooks'}/<alert>/README.md, where each alert's runbook_url "
-            "points; set runbook_base_url in prometheus/prometheus.yml to where you serve "
+            "points; runbook_base_url in prometheus/prometheus.yml says where you serve "
             "this folder (README.md says how).",
             file=sys.stderr,
         )
+    config = target / "prometheus" / "prometheus.yml"
+    print(
+        f"Prometheus: prometheus --config.file={config} --enable-feature=exemplar-storage "
+        "(exemplars, the way from a panel to a run's trace, are kept only with that flag).",
+        file=sys.stderr,
+    )
+    for problem in _relative_links(runbook_base_url, grafana_url):
+        print(f"{prog}: WARNING: {problem}", file=sys.stderr)
     return 0
+
+
+def _relative_links(runbook_base_url: str | None, grafana_url: str | None) -> list[str]:
+    """What an on-call cannot open when the export was given no base URL."""
+    problems = []
+    if runbook_base_url is None:
+        problems.append(
+            "no --runbook-base-url: every alert's runbook_url is the relative path "
+            "runbooks/<alert>/, which a pager or chat message cannot open. Export again with "
+            "--runbook-base-url URL (where you serve this folder or the docs site)."
+        )
+    if grafana_url is None:
+        problems.append(
+            "no --grafana-url: every alert's dashboard_url is the relative path "
+            "d/symfonic-agent-overview/...?var-tenant=<tenant>, which a pager or chat message "
+            "cannot open. Export again with --grafana-url URL (your Grafana's address)."
+        )
+    return problems
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,7 +23,13 @@ Every alert's ``runbook_url`` is ``runbooks/<alert>/`` under the external label
 ``runbook_base_url``: the exported folder holds that page at that path, and so does the docs site
 (``docs/runbooks/<alert>.md``), so either served at ``runbook_base_url`` resolves every link. The
 runbooks' links to other runbooks are rewritten to the exported layout; links to other docs pages
-become their path on the documentation site, as text.
+become their path in the docs, as text. Every alert's ``dashboard_url`` is the overview
+dashboard (with the alert's tenant selected) under the external label ``grafana_url``.
+
+``export(..., runbook_base_url=..., grafana_url=...)`` writes both labels into the exported
+Prometheus server configurations, so every link an alert carries is absolute;
+``traces="jaeger"`` provisions Jaeger instead of Tempo as the trace data source the exemplars
+open.
 
 The export is all or nothing: the files are written to a hidden staging folder on ``DIR``'s file
 system and moved into place once every one of them is written, so a full disk leaves no partial
@@ -33,19 +39,33 @@ set behind.
 from __future__ import annotations
 
 import errno
+import json
 import re
 import shutil
 import tempfile
+import urllib.parse
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-__all__ = ["bundled_files", "export", "runbook_source", "source"]
+__all__ = ["TRACE_BACKENDS", "base_url", "bundled_files", "export", "runbook_source", "source"]
+
+TRACE_BACKENDS = ("tempo", "jaeger")
 
 _PACKAGE_DATA = "_dashboards"
 _RUNBOOK_DATA = "_runbooks"  # docs/runbooks, in a wheel
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+?\.md)(#[^)\s]*)?\)")
 _SKIP = frozenset({"__pycache__", ".DS_Store"})
+# The Prometheus configurations that evaluate the rules: where the link labels go.
+_SERVER_CONFIGS = frozenset(
+    {
+        ("prometheus", "prometheus.yml"),
+        ("prometheus", "prometheus-collector.yml"),
+        ("prometheus", "prometheus-central.yml"),
+    }
+)
+_TRACE_SOURCE = ("grafana", "provisioning", "datasources", "symfonic-traces.yaml")
+_VARIANT = ("grafana", "variants")
 
 
 def source() -> Traversable:
@@ -128,8 +148,72 @@ def bundled_files() -> list[str]:
     return sorted("/".join(parts) for parts, _ in _contents())
 
 
-def export(dest_dir: str | Path, *, force: bool = False) -> list[Path]:
+def base_url(value: str, option: str) -> str:
+    """``value`` as a base URL (no trailing slash); ValueError naming ``option`` if it is none."""
+    text = value.strip() if isinstance(value, str) else ""
+    parts = urllib.parse.urlsplit(text)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.netloc
+        or parts.query
+        or parts.fragment
+        or any(char.isspace() or char in "\"'{}<>" for char in text)
+    ):
+        raise ValueError(
+            f"{option} must be an absolute http(s) URL without query or fragment "
+            f"(e.g. https://grafana.example.com), got {value!r}"
+        )
+    return text.rstrip("/")
+
+
+def _with_external_labels(text: bytes, labels: dict[str, str]) -> bytes:
+    """A bundled server config with ``labels`` as its ``global.external_labels``."""
+    lines = text.decode().splitlines(keepends=True)
+    if lines.count("global:\n") != 1 or any(
+        line.startswith("  external_labels:") for line in lines
+    ):
+        raise RuntimeError("a bundled Prometheus config has no single global: section to extend")
+    at = lines.index("global:\n") + 1
+    block = [
+        "  external_labels:\n",
+        "    # From `symfonic-otel dashboards export`: every alert's links are absolute.\n",
+        *(f"    {name}: {json.dumps(value)}\n" for name, value in labels.items()),
+    ]
+    return "".join(lines[:at] + block + lines[at:]).encode()
+
+
+def _customised(
+    contents: list[tuple[tuple[str, ...], bytes | Traversable]],
+    labels: dict[str, str],
+    traces: str,
+) -> list[tuple[tuple[str, ...], bytes | Traversable]]:
+    by_parts = dict(contents)
+    variant = (*_VARIANT, traces, _TRACE_SOURCE[-1])
+    result: list[tuple[tuple[str, ...], bytes | Traversable]] = []
+    for parts, item in contents:
+        if parts == _TRACE_SOURCE and traces != "tempo" and variant in by_parts:
+            item = by_parts[variant]
+        if parts in _SERVER_CONFIGS and labels:
+            data = item if isinstance(item, bytes) else item.read_bytes()
+            item = _with_external_labels(data, labels)
+        result.append((parts, item))
+    return result
+
+
+def export(
+    dest_dir: str | Path,
+    *,
+    force: bool = False,
+    runbook_base_url: str | None = None,
+    grafana_url: str | None = None,
+    traces: str = "tempo",
+) -> list[Path]:
     """Copy every bundled file under ``dest_dir`` (created if needed); returns the paths, sorted.
+
+    ``runbook_base_url`` and ``grafana_url`` (absolute http(s) URLs) become external labels of
+    the exported Prometheus server configs: every alert's ``runbook_url`` and ``dashboard_url``
+    is then absolute. Without them the links are relative paths (the CLI warns). ``traces``
+    (``"tempo"`` or ``"jaeger"``) is the trace data source Grafana is provisioned with.
 
     Nothing is written unless every file can be: an empty ``dest_dir``, a path that is a file, a
     file in the way of a folder (or a folder in the way of a file) raise first, and so do files
@@ -139,10 +223,18 @@ def export(dest_dir: str | Path, *, force: bool = False) -> list[Path]:
     """
     if not str(dest_dir).strip():
         raise ValueError("the export directory is empty: name a directory, e.g. ./dashboards")
+    if traces not in TRACE_BACKENDS:
+        raise ValueError(f"traces must be one of {', '.join(TRACE_BACKENDS)}, got {traces!r}")
+    labels = {
+        name: base_url(value, name)
+        for name, value in (("runbook_base_url", runbook_base_url), ("grafana_url", grafana_url))
+        if value is not None
+    }
     dest = Path(dest_dir)
     if dest.exists() and not dest.is_dir():
         raise NotADirectoryError(f"{dest} exists and is not a directory")
-    planned = [(dest.joinpath(*parts), item) for parts, item in _contents()]
+    contents = _customised(_contents(), labels, traces)
+    planned = [(dest.joinpath(*parts), item) for parts, item in contents]
     existing: list[Path] = []
     for target, _ in planned:
         for parent in target.relative_to(dest).parents:

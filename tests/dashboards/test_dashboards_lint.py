@@ -425,3 +425,35 @@ def test_export_prefers_the_wheels_package_data(
         "prometheus/symfonic-rules.yml",
         "runbooks/SymfonicX/README.md",
     ]
+
+
+def test_the_paged_tenants_bails_by_agent_reason_and_model_with_exemplars() -> None:
+    """Issue 33: the page's dashboard link selects its tenant; the overview then shows that
+    tenant's bails by agent, termination reason, stop reason and model, exemplars on the bail
+    rate (they open the bailing run's trace)."""
+    board = load("symfonic-agent-overview.json")
+    targets = [t for p in all_panels(board) for t in p.get("targets", [])]
+
+    def grouped(metric: str, *labels: str) -> list[dict[str, Any]]:
+        return [
+            t
+            for t in targets
+            if metric in metric_names(t["expr"])
+            and 'tenant_id=~"$tenant"' in t["expr"]
+            and all(
+                any(label in clause for clause in re.findall(r"by \(([^)]*)\)", t["expr"]))
+                for label in labels
+            )
+        ]
+
+    rate = grouped("symfonic_react_silent_bails_total", "gen_ai_agent_name")
+    assert rate and all(t.get("exemplar") is True for t in rate)
+    assert grouped("symfonic_react_silent_bails_total", "symfonic_react_termination_reason")
+    assert grouped(
+        "symfonic_agent_stop_reasons_total", "gen_ai_agent_name", "symfonic_run_stop_reason"
+    )
+    assert grouped("symfonic_react_synthesis_fallbacks_total", "gen_ai_request_model")
+    # The alerts' dashboard_url opens this dashboard with its tenant variable set.
+    rules = RULES.read_text()
+    assert f"d/{board['uid']}/" in rules and "var-tenant=" in rules
+    assert "tenant" in {v["name"] for v in board["templating"]["list"]}

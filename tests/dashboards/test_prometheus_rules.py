@@ -165,8 +165,14 @@ def test_alertmanager_routes_tenant_alerts_by_tenant_and_the_rest_by_name() -> N
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 
-    tenant = route("alertname=SymfonicSilentBailBudgetBurn", "tenant_id=acme")
+    tenant = route("alertname=SymfonicSilentBailBudgetBurn", "tenant_id=acme", "severity=critical")
     assert "default-route" in tenant and 'tenant_id=""' not in tenant  # grouped by tenant_id
+    assert "symfonic-tickets" not in tenant  # the page goes to the on-call
+    # The same tenant's ticket: its own route (and group), the ticket receiver.
+    ticket = route(
+        "alertname=SymfonicSilentBailBudgetSlowBurn", "tenant_id=acme", "severity=warning"
+    )
+    assert '{severity!="critical"}  receiver: symfonic-tickets' in ticket
     fleet_wide = route("alertname=SymfonicOrphanedRuns", "gen_ai_agent_name=symfonic")
     assert '{tenant_id=""}  receiver: symfonic-oncall' in fleet_wide  # grouped by alert name
 

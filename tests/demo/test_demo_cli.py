@@ -233,10 +233,12 @@ def test_export_with_force_overwrites_and_lists_what_it_wrote(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     listed = [Path(line).relative_to(tmp_path).as_posix() for line in result.stdout.splitlines()]
     assert listed == bundled_files()
-    wrote, runbooks = result.stderr.strip().splitlines()
+    wrote, runbooks, prometheus, *warnings = result.stderr.strip().splitlines()
     assert wrote == f"Wrote {len(listed)} files under {tmp_path} (1 overwritten)."
     assert runbooks.startswith(f"Runbooks: {tmp_path / 'runbooks'}/<alert>/README.md")
     assert "runbook_base_url" in runbooks
+    assert "--enable-feature=exemplar-storage" in prometheus
+    assert len(warnings) == 2  # no base URLs given (tests/dashboards/test_export_links.py)
     assert (tmp_path / "README.md").read_text() != "my notes\n"
 
 
