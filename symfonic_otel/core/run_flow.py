@@ -17,6 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.core import loops
 from symfonic_otel.core.handler_core import (
     DUPLICATE,
     EMPTY_CONTEXT,
@@ -24,6 +25,7 @@ from symfonic_otel.core.handler_core import (
     UNKNOWN_RUN,
     HandlerCore,
 )
+from symfonic_otel.core.loops import RunLoops
 from symfonic_otel.core.runs import OpenRun
 from symfonic_otel.emit.recorder import span_link
 from symfonic_otel.emit.vocabulary import TERMINATION_REASONS
@@ -68,6 +70,7 @@ class RunFlow:
             metrics=core.agent_metrics(
                 attributes.get(semconv.GEN_AI_AGENT_NAME) if attributes else None, tenant
             ),
+            loops=RunLoops(core.loop_limits),
         )
         added, evicted = core.runs.add(run)
         if not added:  # lost a race with a concurrent start of the same id
@@ -99,6 +102,7 @@ class RunFlow:
         end = ex.run_end(event, answered, run.termination_reason is not None, core.max_run_ms)
         paused = run.paused
         empty = None if paused is not None else end.empty  # waiting for an answer: not blank
+        loops.run_ended(core, run, end.outcome)
         core.spans.end_run(
             run.span,
             end.outcome,
@@ -137,6 +141,7 @@ class RunFlow:
         """End a run whose AgentEnd never came: outcome ``abandoned``, counted as an orphan."""
         core = self._core
         core.close_steps(run)
+        loops.run_ended(core, run, "abandoned")
         core.spans.abandon_run(run.span)
         emitter = run.metrics or core.metrics
         emitter.run_ended(run.tenant, "abandoned", None, None, run.iterations, None)

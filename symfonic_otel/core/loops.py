@@ -1,0 +1,231 @@
+"""Loops, the leading signal: per-run call counts and the detection of looping runs.
+
+Every way in (handler events, the reference loop, LangChain, each adapter) reports two facts
+here: a model call of a run, and a tool call of a run with its name and arguments. Per run, in
+process, this module counts model calls, tool calls and identical tool calls: the same tool
+name with the same arguments, compared by a hash of their canonical form computed here (the
+arguments are never kept, and never exported unless content capture is on).
+
+* A run *repeats* at its ``loop_threshold``-th identical tool call (identical calls need not
+  be consecutive); every identical call past the first counts in
+  ``symfonic.agent.repeated_tool_calls`` (the waste).
+* A run exceeds its *call budget* at its model call number ``runaway_calls + 1``.
+
+A looping run is counted once, at its first detection, while it still runs:
+``symfonic.agent.looping_runs`` with the detected ``symfonic.loop.kind`` (its exemplar the run
+span), and a ``symfonic.agent.loop_detected`` event on the run span (tool name, count, kind).
+At the run's end its counts go on the run span and into the two semconv histograms.
+
+State per run is a few ints and at most ``MAX_SIGNATURES`` hashes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from opentelemetry.trace import Span
+
+from symfonic_otel import semconv
+from symfonic_otel.emit import loop_spans
+from symfonic_otel.emit.metrics import MetricEmitter
+from symfonic_otel.emit.recorder import span_link
+
+DEFAULT_LOOP_THRESHOLD: Final = 3
+DEFAULT_RUNAWAY_CALLS: Final = 50
+# Distinct (tool, arguments) signatures followed per run; calls with a new one past it are
+# counted as tool calls but not compared.
+MAX_SIGNATURES: Final = 256
+_LOCK = threading.Lock()  # parallel tools of one run report from several threads
+_JSON_START: Final = ("{", "[")
+
+
+@dataclass(frozen=True, slots=True)
+class LoopLimits:
+    """``threshold``: identical tool calls that make a run repeat; ``runaway``: model calls a
+    run may make before it exceeds its call budget."""
+
+    threshold: int = DEFAULT_LOOP_THRESHOLD
+    runaway: int = DEFAULT_RUNAWAY_CALLS
+
+
+DEFAULT_LIMITS: Final = LoopLimits()
+
+
+def limits(loop_threshold: object, runaway_calls: object) -> LoopLimits:
+    """The limits these options set, or a clear error naming the bad one."""
+    for name, value, low in (
+        ("loop_threshold", loop_threshold, 2),
+        ("runaway_calls", runaway_calls, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    assert isinstance(loop_threshold, int) and isinstance(runaway_calls, int)
+    return LoopLimits(loop_threshold, runaway_calls)
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    kind: str  # ``repeated_tool_call`` or ``call_budget``
+    tool: str  # the repeated tool's name; "" for a call budget
+    count: int  # identical calls, or model calls, at detection
+
+
+def _canonical(arguments: object) -> str:
+    """The arguments as one text, equal for equal arguments whatever their shape (a JSON
+    string and the mapping it encodes compare equal; key order does not matter)."""
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        if not text.startswith(_JSON_START):
+            return text
+        try:
+            arguments = json.loads(text)
+        except ValueError:
+            return text
+    dump = getattr(arguments, "model_dump", None)  # pydantic models: their fields
+    if callable(dump) and not isinstance(arguments, type):
+        try:
+            arguments = dump()
+        except Exception:
+            return repr(arguments)
+    try:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):  # unsortable keys, circular values
+        return repr(arguments)
+
+
+def signature(name: str, arguments: object) -> int:
+    """The in-process hash of one tool call (never exported)."""
+    try:
+        text = _canonical(arguments)
+    except Exception:  # a hostile object: its identity stands for it
+        text = f"\x00{id(arguments)}"
+    return hash((name, text))
+
+
+class RunLoops:
+    """One run's counts and its detection."""
+
+    __slots__ = ("detected", "limits", "model_calls", "repeated", "seen", "tool_calls")
+
+    def __init__(self, limits: LoopLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+        self.model_calls = 0
+        self.tool_calls = 0
+        self.repeated = 0
+        self.detected: str | None = None
+        self.seen: dict[int, int] | None = None
+
+    def model_call(self) -> Detection | None:
+        with _LOCK:
+            self.model_calls += 1
+            calls = self.model_calls
+            if calls <= self.limits.runaway or self.detected is not None:
+                return None
+            self.detected = semconv.LOOP_CALL_BUDGET
+        return Detection(semconv.LOOP_CALL_BUDGET, "", calls)
+
+    def tool_call(self, name: str, arguments: object) -> tuple[bool, Detection | None]:
+        """(whether the call repeats an earlier one, the detection it makes if any)."""
+        key = signature(name, arguments)
+        with _LOCK:
+            self.tool_calls += 1
+            seen = self.seen
+            if seen is None:
+                seen = self.seen = {}
+            count = seen.get(key, 0) + 1
+            if count == 1 and len(seen) >= MAX_SIGNATURES:
+                return False, None
+            seen[key] = count
+            if count > 1:
+                self.repeated += 1
+            if count < self.limits.threshold or self.detected is not None:
+                return count > 1, None
+            self.detected = semconv.LOOP_REPEATED_TOOL_CALL
+        return True, Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count)
+
+
+# --- the facts every way in reports ------------------------------------------------------------
+
+
+class _Spans(Protocol):
+    @property
+    def capture_content(self) -> bool: ...
+
+
+class HandlerCore(Protocol):
+    """What the loop facts need of the handler's core (``core.handler_core``)."""
+
+    @property
+    def metrics(self) -> MetricEmitter: ...
+    @property
+    def spans(self) -> _Spans: ...
+
+
+class OpenRun(Protocol):
+    """What the loop facts need of an open run (``core.runs``)."""
+
+    @property
+    def loops(self) -> RunLoops: ...
+    @property
+    def span(self) -> Span: ...
+    @property
+    def tenant(self) -> str: ...
+    @property
+    def metrics(self) -> MetricEmitter | None: ...
+
+
+def _emitter(core: HandlerCore, run: OpenRun) -> MetricEmitter:
+    return run.metrics or core.metrics
+
+
+def model_call(core: HandlerCore, run: OpenRun) -> None:
+    """A model call of ``run`` (any node: the run's own calls)."""
+    found = run.loops.model_call()
+    if found is not None:
+        _detected(core, run, found, None)
+
+
+def tool_call(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
+    """A tool call of ``run`` that runs (never the announced phase)."""
+    repeated, found = run.loops.tool_call(name, arguments)
+    if repeated:
+        _emitter(core, run).loops.repeated_tool_calls(run.tenant, 1)
+    if found is not None:
+        _detected(core, run, found, arguments)
+
+
+def _detected(core: HandlerCore, run: OpenRun, found: Detection, arguments: object) -> None:
+    span = run.span
+    _emitter(core, run).loops.looping_run(
+        run.tenant, found.kind, span_link(span.get_span_context())
+    )
+    loop_spans.loop_detected(
+        span, found.kind, found.tool, found.count, arguments, core.spans.capture_content
+    )
+    loop_spans.run_counts(span, run.loops.model_calls, run.loops.tool_calls, run.loops.repeated)
+
+
+def run_ended(core: HandlerCore, run: OpenRun, outcome: str) -> None:
+    """The run's counts on its span (before it ends) and in the two histograms."""
+    loops = run.loops
+    span = run.span
+    loop_spans.run_counts(span, loops.model_calls, loops.tool_calls, loops.repeated)
+    _emitter(core, run).loops.run_calls(
+        run.tenant, outcome, loops.model_calls, loops.tool_calls, span_link(span.get_span_context())
+    )
+
+
+def counts(run: OpenRun) -> Mapping[str, Any]:
+    """The run's counts so far (for tests and adapters' own summaries)."""
+    loops = run.loops
+    return {
+        semconv.RUN_INFERENCE_CALLS: loops.model_calls,
+        semconv.RUN_TOOL_CALLS: loops.tool_calls,
+        semconv.RUN_REPEATED_TOOL_CALLS: loops.repeated,
+    }
