@@ -283,8 +283,8 @@ class OTelCallbackHandler(SymfonicProtocol):
         arguments: object = None,
     ) -> Span | None:
         """Start an ``execute_tool {name}`` span: under ``parent`` when given, else the run's
-        innermost node or the run; with neither a run nor a parent, None. ``arguments`` are
-        only compared in process (loop detection): an adapter captures them on the span."""
+        innermost node or the run; with neither a run nor a parent, None. ``arguments`` (None:
+        unknown) are only compared in process, for loops; the adapter captures them itself."""
         return self._open(
             "start_tool",
             self._steps.start_tool,
@@ -297,6 +297,10 @@ class OTelCallbackHandler(SymfonicProtocol):
             attributes,
             arguments,
         )
+
+    def tool_arguments(self, run_id: str, tool_name: str, arguments: object) -> None:
+        """The arguments of a tool call started without them (read only at its end)."""
+        self._guard("tool_arguments", self._steps.tool_arguments, run_id, tool_name, arguments)
 
     def end_tool(
         self,

@@ -111,7 +111,7 @@ def signature(name: str, arguments: object) -> int:
 class RunLoops:
     """One run's counts and its detection."""
 
-    __slots__ = ("detected", "limits", "model_calls", "repeated", "seen", "tool_calls")
+    __slots__ = ("detected", "limits", "model_calls", "repeated", "seen", "tool_calls", "top")
 
     def __init__(self, limits: LoopLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
@@ -120,6 +120,7 @@ class RunLoops:
         self.repeated = 0
         self.detected: str | None = None
         self.seen: dict[int, int] | None = None
+        self.top: tuple[int, str] = (0, "")  # the most repeated call: (its count, its tool)
 
     def model_call(self) -> Detection | None:
         with _LOCK:
@@ -130,11 +131,30 @@ class RunLoops:
             self.detected = semconv.LOOP_CALL_BUDGET
         return Detection(semconv.LOOP_CALL_BUDGET, "", calls)
 
+    def framework_loop(self) -> Detection | None:
+        """The framework ended the run on its own loop guard (stop reason ``loop_detected``):
+        the call it refused repeats the run's most repeated call once more."""
+        with _LOCK:
+            if self.detected is not None:
+                return None
+            self.detected = semconv.LOOP_REPEATED_TOOL_CALL
+            count, name = self.top
+        return Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count + 1)
+
     def tool_call(self, name: str, arguments: object) -> tuple[bool, Detection | None]:
-        """(whether the call repeats an earlier one, the detection it makes if any)."""
-        key = signature(name, arguments)
+        """Count one tool call; its arguments ``None`` are unknown (not compared). Returns
+        (whether the call repeats an earlier one, the detection it makes if any)."""
         with _LOCK:
             self.tool_calls += 1
+        if arguments is None:
+            return False, None
+        return self.compare(name, arguments)
+
+    def compare(self, name: str, arguments: object) -> tuple[bool, Detection | None]:
+        """Compare the arguments of a call already counted (an adapter that reads them only
+        at the call's end)."""
+        key = signature(name, arguments)
+        with _LOCK:
             seen = self.seen
             if seen is None:
                 seen = self.seen = {}
@@ -142,6 +162,8 @@ class RunLoops:
             if count == 1 and len(seen) >= MAX_SIGNATURES:
                 return False, None
             seen[key] = count
+            if count > self.top[0]:
+                self.top = (count, name)
             if count > 1:
                 self.repeated += 1
             if count < self.limits.threshold or self.detected is not None:
@@ -192,8 +214,20 @@ def model_call(core: HandlerCore, run: OpenRun) -> None:
 
 
 def tool_call(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
-    """A tool call of ``run`` that runs (never the announced phase)."""
-    repeated, found = run.loops.tool_call(name, arguments)
+    """A tool call of ``run`` that runs (never the announced phase); ``arguments`` None:
+    unknown, the call is counted but not compared."""
+    _repeats(core, run, arguments, *run.loops.tool_call(name, arguments))
+
+
+def tool_arguments(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
+    """The arguments of a tool call already counted, known only now."""
+    if arguments is not None:
+        _repeats(core, run, arguments, *run.loops.compare(name, arguments))
+
+
+def _repeats(
+    core: HandlerCore, run: OpenRun, arguments: object, repeated: bool, found: Detection | None
+) -> None:
     if repeated:
         _emitter(core, run).loops.repeated_tool_calls(run.tenant, 1)
     if found is not None:
@@ -211,9 +245,17 @@ def _detected(core: HandlerCore, run: OpenRun, found: Detection, arguments: obje
     loop_spans.run_counts(span, run.loops.model_calls, run.loops.tool_calls, run.loops.repeated)
 
 
-def run_ended(core: HandlerCore, run: OpenRun, outcome: str) -> None:
-    """The run's counts on its span (before it ends) and in the two histograms."""
+def run_ended(
+    core: HandlerCore, run: OpenRun, outcome: str, stop_reason: str | None = None
+) -> None:
+    """The run's counts on its span (before it ends) and in the two histograms. A run its
+    framework stopped on its own loop guard (the reference loop's ``loop_detected``) is a
+    looping run, detected now if not before."""
     loops = run.loops
+    if stop_reason == semconv.STOP_REASON_LOOP_DETECTED:
+        found = loops.framework_loop()
+        if found is not None:
+            _detected(core, run, found, None)
     span = run.span
     loop_spans.run_counts(span, loops.model_calls, loops.tool_calls, loops.repeated)
     _emitter(core, run).loops.run_calls(

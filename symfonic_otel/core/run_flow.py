@@ -102,7 +102,7 @@ class RunFlow:
         end = ex.run_end(event, answered, run.termination_reason is not None, core.max_run_ms)
         paused = run.paused
         empty = None if paused is not None else end.empty  # waiting for an answer: not blank
-        loops.run_ended(core, run, end.outcome)
+        loops.run_ended(core, run, end.outcome, end.stop_reason)
         core.spans.end_run(
             run.span,
             end.outcome,

@@ -186,7 +186,7 @@ class StepFlow:
         parent: Context | None,
         tenant_id: str | None,
         attributes: Mapping[str, AttributeValue] | None,
-        arguments: object = NO_CONTENT,
+        arguments: object = None,
     ) -> Span | None:
         """``arguments`` are compared in process for loop detection (``core.loops``), never
         exported here: an adapter puts them on the span itself when capture is on."""
@@ -207,8 +207,13 @@ class StepFlow:
         )
         self._core.calls.add(OpenCall(span, start, tenant, name))
         if run is not None:
-            loops.tool_call(self._core, run, name, None if arguments is NO_CONTENT else arguments)
+            loops.tool_call(self._core, run, name, arguments)
         return span
+
+    def tool_arguments(self, run_id: object, tool_name: object, arguments: object) -> None:
+        run = self._core.runs.get(key(run_id))
+        if run is not None:
+            loops.tool_arguments(self._core, run, _name(tool_name), arguments)
 
     def start_call(
         self,
