@@ -1,0 +1,97 @@
+"""Loops through the smolagents and LlamaIndex adapters, over the real libraries.
+
+Each scripted model keeps asking for ``add`` with the same arguments (the ``"tool"`` turns of
+the shared scripts); the verdicts are those of the handler's own events: a looping run at the
+third identical call, none at two, the call budget past ``runaway_calls`` model calls, and the
+options taken through each adapter's constructor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from smolagents import ToolCallingAgent
+
+from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel.llama_index import SymfonicLlamaIndex
+from symfonic_otel.smolagents import SymfonicSmolagents
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import llama_index_support as li
+from tests.support import smolagents_support as sm
+from tests.support.loop_support import all_loop_events, looping, repeated
+
+
+def _smol(adapter: SymfonicSmolagents, tool_turns: int) -> None:
+    model = sm.ScriptedModel(["tool"] * tool_turns + [sm.ANSWER], code=False)
+    agent = ToolCallingAgent(
+        tools=[sm.add],
+        model=model,
+        max_steps=20,
+        step_callbacks=adapter.step_callbacks(),
+        verbosity_level=-1,
+    )
+    with tenant_scope("acme"):
+        agent.run("Add 1 and 2")
+
+
+def _llama(adapter: SymfonicLlamaIndex, tool_turns: int) -> None:
+    workflow, _ = li.agent("function", ["tool"] * tool_turns + [li.ANSWER])
+
+    async def go() -> Any:
+        return await workflow.run(user_msg="Add 1 and 2", max_iterations=50)
+
+    adapter.instrument()
+    try:
+        with tenant_scope("acme"):
+            asyncio.run(go())
+    finally:
+        adapter.uninstrument()
+
+
+def test_smolagents_three_identical_calls_loop(telemetry: InMemoryTelemetry) -> None:
+    adapter = SymfonicSmolagents(telemetry.handler())
+    _smol(adapter, 2)
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    _smol(adapter, 6)
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    assert repeated(telemetry) == 1 + 5
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.GEN_AI_TOOL_NAME] == "add" and event[semconv.LOOP_COUNT] == 3
+
+
+def test_smolagents_call_budget_and_options(telemetry: InMemoryTelemetry) -> None:
+    with pytest.raises(TypeError, match="not both"):
+        SymfonicSmolagents(telemetry.handler(), runaway_calls=2)
+    adapter = SymfonicSmolagents(runaway_calls=3, loop_threshold=5)
+    telemetry.track(adapter.core)
+    assert adapter.core.loop_limits.runaway == 3 and adapter.core.loop_limits.threshold == 5
+    shared = SymfonicSmolagents(telemetry.handler(runaway_calls=3, loop_threshold=10))
+    _smol(shared, 2)  # three model calls
+    assert looping(telemetry) == 0
+    _smol(shared, 3)  # four
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET) == 1
+
+
+def test_llama_index_three_identical_calls_loop(telemetry: InMemoryTelemetry) -> None:
+    adapter = SymfonicLlamaIndex(telemetry.handler())
+    _llama(adapter, 2)
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    _llama(adapter, 6)
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    assert repeated(telemetry) == 1 + 5
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.GEN_AI_TOOL_NAME] == "add"
+
+
+def test_llama_index_call_budget_and_options(telemetry: InMemoryTelemetry) -> None:
+    with pytest.raises(TypeError, match="not both"):
+        SymfonicLlamaIndex(telemetry.handler(), loop_threshold=4)
+    own = SymfonicLlamaIndex(loop_threshold=4)
+    assert isinstance(own.core, OTelCallbackHandler) and own.core.loop_limits.threshold == 4
+    adapter = SymfonicLlamaIndex(telemetry.handler(runaway_calls=3, loop_threshold=10))
+    _llama(adapter, 2)  # three model calls
+    assert looping(telemetry) == 0
+    _llama(adapter, 3)  # four
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET) == 1
