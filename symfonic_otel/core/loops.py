@@ -263,6 +263,21 @@ def run_ended(
     )
 
 
+def ended_run(
+    emitter: MetricEmitter,
+    tenant: str,
+    limits: LoopLimits,
+    outcome: str,
+    model_calls: int,
+    link: tuple[int, int] | None,
+) -> None:
+    """A run seen only once it ended (the span processor, from spans without arguments): its
+    model-call histogram and, past the call budget, one looping run."""
+    if model_calls > limits.runaway:
+        emitter.loops.looping_run(tenant, semconv.LOOP_CALL_BUDGET, link)
+    emitter.loops.run_calls(tenant, outcome, model_calls, None, link)
+
+
 def counts(run: OpenRun) -> Mapping[str, Any]:
     """The run's counts so far (for tests and adapters' own summaries)."""
     loops = run.loops

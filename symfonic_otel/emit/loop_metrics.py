@@ -81,10 +81,10 @@ class LoopMetrics:
         tenant: str,
         outcome: str,
         inference_calls: int,
-        tool_calls: int,
+        tool_calls: int | None,
         link: SpanLink | None = None,
     ) -> None:
-        """The run's model and tool calls, recorded at its end."""
+        """The run's model and tool calls (None: not known), recorded at its end."""
         emitter = self._emitter
         scope = tenant if emitter.tenant_histograms else None
         attrs = self._attrs(
@@ -92,7 +92,8 @@ class LoopMetrics:
         )
         instruments = emitter.instruments
         emitter.recorder.record(instruments.inference_calls, inference_calls, attrs, link)
-        emitter.recorder.record(instruments.tool_calls, tool_calls, attrs, link)
+        if tool_calls is not None:
+            emitter.recorder.record(instruments.tool_calls, tool_calls, attrs, link)
 
 
 _KEYS: Final = {
