@@ -8,6 +8,7 @@
     python benchmarks/run.py --split    # the ReAct turn: spans and our Python vs metric work
     python benchmarks/run.py --tenants 10,100,1000,10000  # cost per tenant count (tenants.py)
     python benchmarks/run.py --churn 10000,50000,100000,300000  # tenants come and go (churn.py)
+    python benchmarks/run.py --loops    # loop tracking: cost per turn, series (loop_tracking.py)
 
 The reference is the *SDK minimum* (``minimum.py``): a subject that makes exactly our telemetry
 (the same spans with the same attributes, the same histogram records and counter adds with the
@@ -81,7 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="only tenants coming and going (benchmarks/churn.py): tenants ever seen at each "
         "step, e.g. 10000,50000,100000,300000 (1,000 active)",
     )
+    parser.add_argument(
+        "--loops",
+        action="store_true",
+        help="only loop tracking (benchmarks/loop_tracking.py): its added cost per turn and the "
+        "exposition's series at 10,000 tenants",
+    )
     return parser
+
+
+def _loops(args: argparse.Namespace) -> int:
+    import loop_tracking
+
+    return loop_tracking.main(args.quick)
 
 
 def _churn(args: argparse.Namespace) -> int:
@@ -133,6 +146,7 @@ MODES: list[tuple[str, Callable[[argparse.Namespace], int]]] = [
     ("tenants", _tenants),
     ("profile", _profile),
     ("split", _split),
+    ("loops", _loops),
 ]
 
 

@@ -21,6 +21,7 @@ State per run is a few ints and at most ``MAX_SIGNATURES`` hashes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Mapping
@@ -100,7 +101,17 @@ def _canonical(arguments: object) -> str:
 
 
 def signature(name: str, arguments: object) -> int:
-    """The in-process hash of one tool call (never exported)."""
+    """The in-process hash of one tool call (never exported). A mapping of str keys to
+    hashable values is hashed as its sorted items (the common case, no serialisation);
+    anything else as its canonical JSON text."""
+    if isinstance(arguments, str) and arguments.lstrip().startswith(_JSON_START):
+        with contextlib.suppress(ValueError):
+            arguments = json.loads(arguments)
+    if type(arguments) is dict:
+        try:
+            return hash((name, tuple(sorted(arguments.items()))))
+        except TypeError:  # unhashable values, or keys that do not sort
+            pass
     try:
         text = _canonical(arguments)
     except Exception:  # a hostile object: its identity stands for it
@@ -242,25 +253,33 @@ def _detected(core: HandlerCore, run: OpenRun, found: Detection, arguments: obje
     loop_spans.loop_detected(
         span, found.kind, found.tool, found.count, arguments, core.spans.capture_content
     )
-    loop_spans.run_counts(span, run.loops.model_calls, run.loops.tool_calls, run.loops.repeated)
+    loops = run.loops
+    span.set_attributes(loop_spans.counts(loops.model_calls, loops.tool_calls, loops.repeated))
 
 
 def run_ended(
-    core: HandlerCore, run: OpenRun, outcome: str, stop_reason: str | None = None
-) -> None:
-    """The run's counts on its span (before it ends) and in the two histograms. A run its
-    framework stopped on its own loop guard (the reference loop's ``loop_detected``) is a
+    core: HandlerCore,
+    run: OpenRun,
+    outcome: str,
+    stop_reason: str | None = None,
+    *,
+    on_span: bool = True,
+) -> dict[str, Any]:
+    """The run's counts in the two histograms, and on its span unless ``on_span`` is False:
+    then they are returned for the caller's own ``set_attributes`` at the span's end. A run
+    its framework stopped on its own loop guard (the reference loop's ``loop_detected``) is a
     looping run, detected now if not before."""
     loops = run.loops
     if stop_reason == semconv.STOP_REASON_LOOP_DETECTED:
         found = loops.framework_loop()
         if found is not None:
             _detected(core, run, found, None)
-    span = run.span
-    loop_spans.run_counts(span, loops.model_calls, loops.tool_calls, loops.repeated)
-    _emitter(core, run).loops.run_calls(
-        run.tenant, outcome, loops.model_calls, loops.tool_calls, span_link(span.get_span_context())
-    )
+    attributes = loop_spans.counts(loops.model_calls, loops.tool_calls, loops.repeated)
+    if on_span:
+        run.span.set_attributes(attributes)
+    # No exemplar: the run's duration histogram already leads to its span.
+    _emitter(core, run).loops.run_calls(run.tenant, outcome, loops.model_calls, loops.tool_calls)
+    return attributes
 
 
 def ended_run(

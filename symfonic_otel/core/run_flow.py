@@ -102,7 +102,7 @@ class RunFlow:
         end = ex.run_end(event, answered, run.termination_reason is not None, core.max_run_ms)
         paused = run.paused
         empty = None if paused is not None else end.empty  # waiting for an answer: not blank
-        loops.run_ended(core, run, end.outcome, end.stop_reason)
+        counts = loops.run_ended(core, run, end.outcome, end.stop_reason, on_span=False)
         core.spans.end_run(
             run.span,
             end.outcome,
@@ -115,7 +115,7 @@ class RunFlow:
             core.end_time(run.span, end_time_ns),
             paused,
             run.interrupt_name,
-            clean_attributes(attributes) if attributes else None,
+            {**clean_attributes(attributes), **counts} if attributes else counts,
         )
         duration_s = (
             end.duration_ms / 1000.0

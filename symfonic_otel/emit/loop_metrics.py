@@ -69,11 +69,15 @@ class LoopMetrics:
         self._count_looping(tenant, kind, 1, link)
 
     def _count_looping(self, tenant: str, kind: str, value: int, link: SpanLink | None) -> None:
-        attrs = self._attrs(("loop", tenant, kind), tenant=tenant, agent=self._agent(), kind=kind)
+        attrs = self._cache.get(("loop", tenant, kind)) or self._attrs(
+            ("loop", tenant, kind), tenant=tenant, agent=self._agent(), kind=kind
+        )
         self._emitter.counters.add(_LOOPING, tenant, attrs, value, None, link)
 
     def repeated_tool_calls(self, tenant: str, count: int) -> None:
-        attrs = self._attrs(("repeat", tenant), tenant=tenant, agent=self._agent())
+        attrs = self._cache.get(("repeat", tenant)) or self._attrs(
+            ("repeat", tenant), tenant=tenant, agent=self._agent()
+        )
         self._emitter.counters.add(_REPEATED, tenant, attrs, count)
 
     def run_calls(
@@ -87,7 +91,7 @@ class LoopMetrics:
         """The run's model and tool calls (None: not known), recorded at its end."""
         emitter = self._emitter
         scope = tenant if emitter.tenant_histograms else None
-        attrs = self._attrs(
+        attrs = self._cache.get(("calls", scope, outcome)) or self._attrs(
             ("calls", scope, outcome), tenant=scope, agent=self._agent(), outcome=outcome
         )
         instruments = emitter.instruments

@@ -30,11 +30,10 @@ def loop_detected(
     span.add_event(semconv.EVENT_LOOP_DETECTED, attributes)
 
 
-def run_counts(span: Span, inference_calls: int, tool_calls: int, repeated: int) -> None:
-    span.set_attributes(
-        {
-            semconv.RUN_INFERENCE_CALLS: inference_calls,
-            semconv.RUN_TOOL_CALLS: tool_calls,
-            semconv.RUN_REPEATED_TOOL_CALLS: repeated,
-        }
-    )
+def counts(inference_calls: int, tool_calls: int, repeated: int) -> dict[str, Any]:
+    """The run span's call counts."""
+    return {
+        semconv.RUN_INFERENCE_CALLS: inference_calls,
+        semconv.RUN_TOOL_CALLS: tool_calls,
+        semconv.RUN_REPEATED_TOOL_CALLS: repeated,
+    }
