@@ -134,10 +134,13 @@ class RunLoops:
         self.top: tuple[int, str] = (0, "")  # the most repeated call: (its count, its tool)
 
     def model_call(self) -> Detection | None:
+        # Counts are plain increments (the interpreter's lock keeps them whole); only the
+        # detection, once per run, takes the lock.
+        self.model_calls = calls = self.model_calls + 1
+        if calls <= self.limits.runaway or self.detected is not None:
+            return None
         with _LOCK:
-            self.model_calls += 1
-            calls = self.model_calls
-            if calls <= self.limits.runaway or self.detected is not None:
+            if self.detected is not None:
                 return None
             self.detected = semconv.LOOP_CALL_BUDGET
         return Detection(semconv.LOOP_CALL_BUDGET, "", calls)
@@ -155,8 +158,7 @@ class RunLoops:
     def tool_call(self, name: str, arguments: object) -> tuple[bool, Detection | None]:
         """Count one tool call; its arguments ``None`` are unknown (not compared). Returns
         (whether the call repeats an earlier one, the detection it makes if any)."""
-        with _LOCK:
-            self.tool_calls += 1
+        self.tool_calls += 1
         if arguments is None:
             return False, None
         return self.compare(name, arguments)
