@@ -1,4 +1,4 @@
-"""Loops through the smolagents and LlamaIndex adapters, over the real libraries.
+"""Loops through the smolagents, LlamaIndex and Pydantic AI adapters, over the real libraries.
 
 Each scripted model keeps asking for ``add`` with the same arguments (the ``"tool"`` turns of
 the shared scripts); the verdicts are those of the handler's own events: a looping run at the
@@ -95,3 +95,46 @@ def test_llama_index_call_budget_and_options(telemetry: InMemoryTelemetry) -> No
     assert looping(telemetry) == 0
     _llama(adapter, 3)  # four
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET) == 1
+
+
+# --- Pydantic AI (its capability, a FunctionModel script) ----------------------------------------
+
+
+def _pydantic(telemetry: InMemoryTelemetry, tool_turns: int, **options: Any) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from symfonic_otel.pydantic_ai import SymfonicCapability
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if sum(1 for m in messages if m.kind == "request") <= tool_turns:
+            return ModelResponse(parts=[ToolCallPart("lookup", {"q": "weather"})])
+        return ModelResponse(parts=[TextPart("It is sunny.")])
+
+    capability = SymfonicCapability(handler=telemetry.handler(**options))
+    agent: Agent[None, str] = Agent(
+        FunctionModel(model, model_name="scripted"), name="helper", capabilities=[capability]
+    )
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return f"result for {q}"
+
+    with tenant_scope("acme"):
+        agent.run_sync("weather?")
+
+
+def test_pydantic_ai_loops_and_call_budget(telemetry: InMemoryTelemetry) -> None:
+    _pydantic(telemetry, 2)
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    _pydantic(telemetry, 4)
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    _pydantic(telemetry, 3, runaway_calls=3, loop_threshold=10)  # four model calls
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    from symfonic_otel.pydantic_ai import SymfonicCapability
+
+    assert SymfonicCapability(loop_threshold=7).core.loop_limits.threshold == 7
+    with pytest.raises(TypeError, match="not both"):
+        SymfonicCapability(handler=telemetry.handler(), runaway_calls=9)
