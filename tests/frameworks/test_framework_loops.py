@@ -138,3 +138,34 @@ def test_pydantic_ai_loops_and_call_budget(telemetry: InMemoryTelemetry) -> None
     assert SymfonicCapability(loop_threshold=7).core.loop_limits.threshold == 7
     with pytest.raises(TypeError, match="not both"):
         SymfonicCapability(handler=telemetry.handler(), runaway_calls=9)
+
+
+# --- OpenAI Agents SDK (its tracing processor, a scripted model) ---------------------------------
+
+
+def test_openai_agents_loops_and_call_budget(telemetry: InMemoryTelemetry) -> None:
+    """The tool's arguments reach the processor at the tool's end (traced sensitive data, the
+    SDK's default); the run is judged as it runs."""
+    from agents import set_trace_processors
+
+    from symfonic_otel.openai_agents import SymfonicTracingProcessor
+    from tests.support import openai_agents_support as oa
+
+    def run(tool_turns: int, **options: Any) -> None:
+        made = SymfonicTracingProcessor(handler=telemetry.handler(**options))
+        set_trace_processors([made])
+        try:
+            with tenant_scope("acme"):
+                oa.run_agent(oa.answering(tool_turns=tool_turns), max_turns=20)
+        finally:
+            set_trace_processors([])
+
+    run(2)
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    run(4)
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    run(3, runaway_calls=3, loop_threshold=10)  # four model calls
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    own = SymfonicTracingProcessor(loop_threshold=6)
+    telemetry.track(own.handler)
+    assert own.handler.loop_limits.threshold == 6
