@@ -307,3 +307,16 @@ def test_a_hostile_argument_never_raises(telemetry: InMemoryTelemetry) -> None:
     (run,) = run_spans(telemetry)
     assert (run.attributes or {})[semconv.RUN_TOOL_CALLS] == 3
     assert telemetry.value(semconv.DROPPED_EVENTS.name) == 0
+
+
+def test_a_framework_agent_name_labels_its_loop_series(telemetry: InMemoryTelemetry) -> None:
+    h = telemetry.handler()
+    with tenant_scope("acme"):
+        h.agent_start(AgentStartEvent("q", "r1"), attributes={semconv.GEN_AI_AGENT_NAME: "bot"})
+    for i in range(3):
+        _tool(h, "r1", i, "search", "x")
+    _end(h, "r1")
+    assert looping(telemetry, gen_ai__agent__name="bot") == 1
+    assert repeated(telemetry, gen_ai__agent__name="bot") == 2
+    ((attrs, _),) = telemetry.points(semconv.INVOKE_AGENT_TOOL_CALLS.name)
+    assert attrs[semconv.GEN_AI_AGENT_NAME] == "bot"
