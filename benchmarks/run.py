@@ -9,6 +9,7 @@
     python benchmarks/run.py --tenants 10,100,1000,10000  # cost per tenant count (tenants.py)
     python benchmarks/run.py --churn 10000,50000,100000,300000  # tenants come and go (churn.py)
     python benchmarks/run.py --retention  # outcome retention: cost, exported bytes, held memory
+    python benchmarks/run.py --loops    # loop tracking: cost per turn, series (loop_tracking.py)
 
 The reference is the *SDK minimum* (``minimum.py``): a subject that makes exactly our telemetry
 (the same spans with the same attributes, the same histogram records and counter adds with the
@@ -88,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="only outcome retention (retention.py): cost per turn at ratios 1.0, 0.1 and 0.01 "
         "side by side, spans and bytes exported per 1,000 runs, memory held at 10,000 open runs",
     )
+    parser.add_argument(
+        "--loops",
+        action="store_true",
+        help="only loop tracking (benchmarks/loop_tracking.py): its added cost per turn and the "
+        "exposition's series at 10,000 tenants",
+    )
     return parser
 
 
@@ -95,6 +102,12 @@ def _retention(args: argparse.Namespace) -> int:
     import retention
 
     return retention.main(args)
+
+
+def _loops(args: argparse.Namespace) -> int:
+    import loop_tracking
+
+    return loop_tracking.main(args.quick)
 
 
 def _churn(args: argparse.Namespace) -> int:
@@ -147,6 +160,7 @@ MODES: list[tuple[str, Callable[[argparse.Namespace], int]]] = [
     ("profile", _profile),
     ("split", _split),
     ("retention", _retention),
+    ("loops", _loops),
 ]
 
 

@@ -24,6 +24,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import AgentStartEvent, ContentType, LLMEndEvent, ReactLoopEndEvent
 from symfonic_otel.handler import OTelCallbackHandler
@@ -89,6 +90,25 @@ def tenant_in(metadata: object) -> str | None:
     """The ``tenant_id`` of a framework's run metadata or state mapping, if it names one."""
     value = metadata.get(_TENANT_KEY) if isinstance(metadata, Mapping) else None
     return value if isinstance(value, str) and value else None
+
+
+def loop_handler(
+    owner: str,
+    handler: OTelCallbackHandler | None,
+    loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
+    runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
+) -> OTelCallbackHandler:
+    """An adapter's handler: ``handler`` shared as it is, or one built with the loop options
+    (a shared handler's options are set where it is built)."""
+    if handler is not None and not isinstance(handler, OTelCallbackHandler):
+        raise TypeError(
+            f"{owner}: handler must be an OTelCallbackHandler, got {type(handler).__name__}"
+        )
+    if handler is None:
+        return OTelCallbackHandler(loop_threshold=loop_threshold, runaway_calls=runaway_calls)
+    if (loop_threshold, runaway_calls) != (DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS):
+        raise TypeError(f"{owner}: pass handler= or loop_threshold / runaway_calls, not both")
+    return handler
 
 
 class RunBook:
@@ -200,7 +220,7 @@ class RunBook:
         if self.handler.capture_content:
             attributes.update(_captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, args))
         span = self.handler.start_tool(
-            run.run_id, name, call_id=call_id or None, attributes=attributes
+            run.run_id, name, call_id=call_id or None, attributes=attributes, arguments=args
         )
         run.tools[call_id] = span
         while len(run.tools) > _MAX_OPEN_TOOLS:

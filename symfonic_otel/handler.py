@@ -22,6 +22,7 @@ from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
 from symfonic_otel._version import __version__
+from symfonic_otel.core import loops
 from symfonic_otel.core.call_flow import CallFlow, Hints
 from symfonic_otel.core.call_inputs import InputFlow
 from symfonic_otel.core.handler_core import INTERNAL_ERROR, HandlerCore, key
@@ -37,7 +38,7 @@ from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.emit.spans import SpanEmitter
 from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.export import lifecycle
-from symfonic_otel.logs import FailureLog, run_id_of
+from symfonic_otel.logs import FailureLog
 from symfonic_otel.options import check_handler_options, warn_if_over_limit
 from symfonic_otel.protocol import SymfonicProtocol
 from symfonic_otel.read.content import resolve_capture
@@ -74,11 +75,14 @@ class OTelCallbackHandler(SymfonicProtocol):
         tenant_idle_s: float = DEFAULT_TENANT_IDLE_S,
         tenant_histograms: bool = False,
         clock: Callable[[], float] | None = None,
+        loop_threshold: int = loops.DEFAULT_LOOP_THRESHOLD,
+        runaway_calls: int = loops.DEFAULT_RUNAWAY_CALLS,
     ) -> None:
         """``max_tenants`` bounds the tenants active at once; a tenant idle for more than
         ``tenant_idle_s`` gives back its slot and its series. ``tenant_histograms=True`` adds
         ``tenant.id`` to every histogram (costly: see the tenancy docs). ``clock`` (monotonic
-        seconds) measures tenant idleness; tests pass their own."""
+        seconds) measures tenant idleness; tests pass their own. ``loop_threshold`` identical
+        tool calls, or more than ``runaway_calls`` model calls, make a run loop (``loops``)."""
         check_handler_options(
             agent_name=agent_name,
             tenant_id=tenant_id,
@@ -91,6 +95,7 @@ class OTelCallbackHandler(SymfonicProtocol):
             tenant_histograms=tenant_histograms,
             clock=clock,
         )
+        self.loop_limits = loops.limits(loop_threshold, runaway_calls)
         self.agent_name = clean_label(agent_name)
         self.capture_content = resolve_capture(capture_content)
         self._tracer_provider = tracer_provider
@@ -118,7 +123,9 @@ class OTelCallbackHandler(SymfonicProtocol):
             max_run_ms=max(MAX_CALL_MS, float(run_ttl_s) * 1000.0),
             node_spans=node_spans,
             agents=AgentEmitters(emitter),
+            loop_limits=self.loop_limits,
         )
+        self._guard, self._open = core.guard, core.open_span
         self._runs = RunFlow(core)
         self._calls = CallFlow(core)
         self._inputs = InputFlow(core, self._calls)
@@ -273,9 +280,11 @@ class OTelCallbackHandler(SymfonicProtocol):
         parent: Context | None = None,
         tenant_id: str | None = None,
         attributes: Attributes = None,
+        arguments: object = None,
     ) -> Span | None:
         """Start an ``execute_tool {name}`` span: under ``parent`` when given, else the run's
-        innermost node or the run; with neither a run nor a parent, None."""
+        innermost node or the run; with neither a run nor a parent, None. ``arguments`` (None:
+        unknown) are only compared in process, for loops; the adapter captures them itself."""
         return self._open(
             "start_tool",
             self._steps.start_tool,
@@ -286,7 +295,12 @@ class OTelCallbackHandler(SymfonicProtocol):
             parent,
             tenant_id,
             attributes,
+            arguments,
         )
+
+    def tool_arguments(self, run_id: str, tool_name: str, arguments: object) -> None:
+        """The arguments of a tool call started without them (read only at its end)."""
+        self._guard("tool_arguments", self._steps.tool_arguments, run_id, tool_name, arguments)
 
     def end_tool(
         self,
@@ -381,20 +395,3 @@ class OTelCallbackHandler(SymfonicProtocol):
         """An adapter's own failure: logged once per kind, counted in ``dropped_events``."""
         self._core.failures.report(event_kind, exc)  # never raises
         self._core.drop(event_kind, INTERNAL_ERROR)
-
-    # --- internals -----------------------------------------------------------------------------
-
-    def _guard(self, kind: str, work: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-        try:
-            work(*args, **kwargs)
-        except Exception as exc:
-            self._core.failures.report(kind, exc, run_id=run_id_of(args[0]) if args else None)
-            self._core.drop(kind, INTERNAL_ERROR)
-
-    def _open(self, kind: str, work: Callable[..., Span | None], *args: Any) -> Span | None:
-        try:
-            return work(*args)
-        except Exception as exc:
-            self._core.failures.report(kind, exc)
-            self._core.drop(kind, INTERNAL_ERROR)
-            return None

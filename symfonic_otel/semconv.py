@@ -443,8 +443,6 @@ SPAN_TENANT_ATTRIBUTES: Final = (TENANT_ID, f"{TRACELOOP_ASSOCIATION_PREFIX}tena
 
 # --- trace retention: keep every failing run's trace whole, a share of the healthy ones --------
 HEALTHY_TRACE_RATIO_ENV: Final = "SYMFONIC_OTEL_HEALTHY_TRACE_RATIO"
-# The loop detector's span event (on the run span, at detection): a looping run is always kept.
-EVENT_AGENT_LOOP_DETECTED: Final = "symfonic.agent.loop_detected"
 RETENTION_DECISION: Final = "symfonic.retention.decision"  # ``kept`` or ``dropped``
 RETENTION_BASIS: Final = "symfonic.retention.basis"  # ``outcome``, ``ratio`` or ``capacity``
 RETENTION_DROP_UNSAMPLED: Final = "unsampled"  # a healthy run the ratio did not choose
@@ -480,3 +478,32 @@ ALL_INSTRUMENTS = (
     RETENTION_LATE_KEEPS,
     RETENTION_HELD_SPANS,
 )
+# --- loops (``core.loops``): per-run call counts, identical tool calls, looping runs --------
+CALL_COUNT_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128)
+INVOKE_AGENT_INFERENCE_CALLS: Final = InstrumentSpec(
+    "gen_ai.invoke_agent.inference_calls", "histogram", "{inference_call}",
+    "The number of model calls an agent invocation made.", CALL_COUNT_BUCKETS,
+)  # fmt: skip
+INVOKE_AGENT_TOOL_CALLS: Final = InstrumentSpec(
+    "gen_ai.invoke_agent.tool_calls", "histogram", "{tool_call}",
+    "The number of tool calls an agent invocation made.", CALL_COUNT_BUCKETS,
+)  # fmt: skip
+LOOPING_RUNS: Final = InstrumentSpec(
+    "symfonic.agent.looping_runs", "counter", "{run}",
+    "Agent runs detected looping (repeated tool call, call budget), counted at detection.",
+)  # fmt: skip
+REPEATED_TOOL_CALLS: Final = InstrumentSpec(
+    "symfonic.agent.repeated_tool_calls", "counter", "{call}",
+    "Tool calls identical (tool and arguments) to an earlier call of the same run.",
+)  # fmt: skip
+ALL_INSTRUMENTS = (*ALL_INSTRUMENTS, INVOKE_AGENT_INFERENCE_CALLS, INVOKE_AGENT_TOOL_CALLS)
+ALL_INSTRUMENTS = (*ALL_INSTRUMENTS, LOOPING_RUNS, REPEATED_TOOL_CALLS)
+LOOP_KIND: Final = "symfonic.loop.kind"
+LOOP_REPEATED_TOOL_CALL: Final = "repeated_tool_call"
+LOOP_CALL_BUDGET: Final = "call_budget"
+LOOP_KINDS: Final = (LOOP_REPEATED_TOOL_CALL, LOOP_CALL_BUDGET)
+LOOP_COUNT: Final = "symfonic.loop.count"  # identical tool calls, or model calls, at detection
+RUN_INFERENCE_CALLS: Final = "symfonic.run.inference_calls"
+RUN_TOOL_CALLS: Final = "symfonic.run.tool_calls"
+RUN_REPEATED_TOOL_CALLS: Final = "symfonic.run.repeated_tool_calls"
+EVENT_LOOP_DETECTED: Final = "symfonic.agent.loop_detected"

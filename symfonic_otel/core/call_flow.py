@@ -16,6 +16,7 @@ from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.core import loops
 from symfonic_otel.core.call_attributes import span_attributes
 from symfonic_otel.core.handler_core import (
     EMPTY_CONTEXT,
@@ -136,6 +137,7 @@ class CallFlow:
             parent = EMPTY_CONTEXT
         if run is not None:
             run.count_call(call.node, call.iteration)
+            loops.model_call(core, run)
         span_context = core.spans.model_call(
             call,
             CallContext(

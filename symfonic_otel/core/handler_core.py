@@ -7,12 +7,15 @@ nodes, other calls) read events into records and hand them to the emitters throu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.trace import Span
 
+from symfonic_otel.core.loops import DEFAULT_LIMITS, LoopLimits
 from symfonic_otel.core.runs import OpenRun, RunRegistry
 from symfonic_otel.core.steps import OpenCall, OpenCalls
 from symfonic_otel.emit.agents import AgentEmitters
@@ -21,7 +24,7 @@ from symfonic_otel.emit.models import ModelCatalogue
 from symfonic_otel.emit.spans import SpanEmitter
 from symfonic_otel.emit.tenancy import resolve_tenant
 from symfonic_otel.emit.tenants import ActiveTenants
-from symfonic_otel.logs import FailureLog
+from symfonic_otel.logs import FailureLog, run_id_of
 from symfonic_otel.read import extract as ex
 from symfonic_otel.read.sanitise import run_key
 
@@ -48,6 +51,7 @@ class HandlerCore:
     max_run_ms: float
     node_spans: bool
     agents: AgentEmitters
+    loop_limits: LoopLimits = DEFAULT_LIMITS
 
     def agent_metrics(self, name: object, tenant: str) -> MetricEmitter:
         """The emitter of a run the framework names ``name`` (None: the handler's own name),
@@ -70,6 +74,24 @@ class HandlerCore:
             self.metrics.dropped(event_kind, reason)
         except Exception as exc:  # the meter itself failing must not escape either
             self.failures.report("drop_count", exc)
+
+    def guard(self, kind: str, work: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+        """Run one of the handler's entry points: a failure is logged and counted, never
+        raised into the agent."""
+        try:
+            work(*args, **kwargs)
+        except Exception as exc:
+            self.failures.report(kind, exc, run_id=run_id_of(args[0]) if args else None)
+            self.drop(kind, INTERNAL_ERROR)
+
+    def open_span(self, kind: str, work: Callable[..., Span | None], *args: Any) -> Span | None:
+        """``guard`` for the entry points that return the span they started."""
+        try:
+            return work(*args)
+        except Exception as exc:
+            self.failures.report(kind, exc)
+            self.drop(kind, INTERNAL_ERROR)
+            return None
 
     def run(self, run_id: str) -> OpenRun | None:
         return self.runs.get(run_id) if run_id else None

@@ -17,6 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.core import loops
 from symfonic_otel.core.handler_core import (
     DUPLICATE,
     EMPTY_CONTEXT,
@@ -24,6 +25,7 @@ from symfonic_otel.core.handler_core import (
     UNKNOWN_RUN,
     HandlerCore,
 )
+from symfonic_otel.core.loops import RunLoops
 from symfonic_otel.core.runs import OpenRun
 from symfonic_otel.emit.recorder import span_link
 from symfonic_otel.emit.retention_marks import keep_trace
@@ -70,6 +72,7 @@ class RunFlow:
             metrics=core.agent_metrics(
                 attributes.get(semconv.GEN_AI_AGENT_NAME) if attributes else None, tenant
             ),
+            loops=RunLoops(core.loop_limits),
         )
         added, evicted = core.runs.add(run)
         if not added:  # lost a race with a concurrent start of the same id
@@ -103,6 +106,7 @@ class RunFlow:
             keep_trace(run.span.get_span_context())
         paused = run.paused
         empty = None if paused is not None else end.empty  # waiting for an answer: not blank
+        counts = loops.run_ended(core, run, end.outcome, end.stop_reason, on_span=False)
         core.spans.end_run(
             run.span,
             end.outcome,
@@ -115,7 +119,7 @@ class RunFlow:
             core.end_time(run.span, end_time_ns),
             paused,
             run.interrupt_name,
-            clean_attributes(attributes) if attributes else None,
+            {**clean_attributes(attributes), **counts} if attributes else counts,
         )
         duration_s = (
             end.duration_ms / 1000.0
@@ -142,6 +146,7 @@ class RunFlow:
         core = self._core
         core.close_steps(run)
         keep_trace(run.span.get_span_context())
+        loops.run_ended(core, run, "abandoned")
         core.spans.abandon_run(run.span)
         emitter = run.metrics or core.metrics
         emitter.run_ended(run.tenant, "abandoned", None, None, run.iterations, None)

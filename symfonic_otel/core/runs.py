@@ -17,6 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from symfonic_otel import semconv
+from symfonic_otel.core.loops import RunLoops
 from symfonic_otel.core.steps import RunSteps
 from symfonic_otel.emit.metrics import MetricEmitter
 
@@ -53,6 +54,8 @@ class OpenRun:
     node_error_type: str | None = None  # the last NodeError's: Symfonic's AgentEnd has none
     # The emitter labelled with the framework's agent name (None: the handler's own).
     metrics: MetricEmitter | None = None
+    # Model calls, tool calls, identical tool calls and the loop detected (``core.loops``).
+    loops: RunLoops = field(default_factory=RunLoops)
 
     def step_state(self) -> RunSteps:
         steps = self.steps

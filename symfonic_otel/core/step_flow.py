@@ -17,6 +17,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
+from symfonic_otel.core import loops
 from symfonic_otel.core.handler_core import (
     EMPTY_CONTEXT,
     MALFORMED,
@@ -80,6 +81,7 @@ class StepFlow:
         )
         call = OpenCall(span, start, run.tenant, step.name)
         core.end_unfinished(run.step_state().add_tool(step.call_id, call))
+        loops.tool_call(core, run, step.name, step.arguments)
 
     def tool_result(self, event: Any) -> None:
         core = self._core
@@ -184,7 +186,10 @@ class StepFlow:
         parent: Context | None,
         tenant_id: str | None,
         attributes: Mapping[str, AttributeValue] | None,
+        arguments: object = None,
     ) -> Span | None:
+        """``arguments`` are compared in process for loop detection (``core.loops``), never
+        exported here: an adapter puts them on the span itself when capture is on."""
         placed = self.start(run_id, parent, tenant_id, start_time_ns)
         if placed is None:
             return None
@@ -201,7 +206,14 @@ class StepFlow:
             extra=clean_attributes(attributes) if attributes else None,
         )
         self._core.calls.add(OpenCall(span, start, tenant, name))
+        if run is not None:
+            loops.tool_call(self._core, run, name, arguments)
         return span
+
+    def tool_arguments(self, run_id: object, tool_name: object, arguments: object) -> None:
+        run = self._core.runs.get(key(run_id))
+        if run is not None:
+            loops.tool_arguments(self._core, run, _name(tool_name), arguments)
 
     def start_call(
         self,

@@ -43,8 +43,9 @@ from crewai.events.types.tool_usage_events import (
 )
 
 from symfonic_otel import semconv
+from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.crewai.read import Call, CrewRun, executor_reached_cap, turn_of, usage_of
-from symfonic_otel.framework_runs import RunBook, tenant_in
+from symfonic_otel.framework_runs import RunBook, loop_handler, tenant_in
 from symfonic_otel.handler import OTelCallbackHandler
 
 __all__ = ["SymfonicListener"]
@@ -60,8 +61,14 @@ class SymfonicListener:
     """
 
     def __init__(
-        self, *, handler: OTelCallbackHandler | None = None, max_open_runs: int = 10_000
+        self,
+        *,
+        handler: OTelCallbackHandler | None = None,
+        max_open_runs: int = 10_000,
+        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
+        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
     ) -> None:
+        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
         self._book = RunBook(handler, _NAME, max_open_runs)
         self._runs: OrderedDict[str, CrewRun] = OrderedDict()  # by agent execution event id
         self._tenants: OrderedDict[int, str] = OrderedDict()  # crew -> its kickoff's tenant

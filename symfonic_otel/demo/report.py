@@ -124,6 +124,23 @@ def _bail_table(view: MetricView) -> Table:
     return table
 
 
+def _loop_table(view: MetricView) -> Table:
+    """Looping runs per tenant (counted at detection) and repeated tool calls."""
+    looping = view.sums(semconv.LOOPING_RUNS.name, [semconv.TENANT_ID, semconv.LOOP_KIND])
+    repeated = view.sums(semconv.REPEATED_TOOL_CALLS.name, [semconv.TENANT_ID])
+    table = Table(title="Looping runs per tenant", title_justify="left")
+    for column in ("tenant", "looping runs", "repeated tool call", "call budget", "repeats"):
+        table.add_column(column, justify="left" if column == "tenant" else "right")
+    tenants = sorted({key[0] for key in looping} | {key[0] for key in repeated}, key=str)
+    rows = []
+    for tenant in tenants:
+        kinds = [looping.get((tenant, kind), 0.0) for kind in semconv.LOOP_KINDS]
+        rows.append((-sum(kinds), str(tenant), kinds, repeated.get((tenant,), 0.0)))
+    for total, tenant, kinds, repeats in sorted(rows):
+        table.add_row(tenant, f"{-total:.0f}", *(f"{k:.0f}" for k in kinds), f"{repeats:.0f}")
+    return table
+
+
 def _synthesis_table(view: MetricView) -> Table:
     calls = view.sums(semconv.SYNTHESIS_FALLBACKS.name, [semconv.SYNTHESIS_RECOVERED])
     cost = view.total(semconv.LLM_COST.name, {semconv.NODE_NAME: semconv.NODE_SYNTHESIZE_FALLBACK})
@@ -267,6 +284,7 @@ def render_summary(
         _runs_table(view),
         _bail_table(view),
         _synthesis_table(view),
+        _loop_table(view),
         _fabrication_table(view),
         _latency_table(view),
     ):

@@ -16,6 +16,7 @@ from typing import Any
 from symfonic_otel import semconv
 from symfonic_otel.emit import metric_attrs
 from symfonic_otel.emit.labels import BoundedLabels
+from symfonic_otel.emit.loop_metrics import LoopMetrics
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.vocabulary import MAX_AGENT_NAMES, OTHER, label_or_other
 
@@ -35,6 +36,7 @@ class _NamedEmitter(MetricEmitter):
         self.agent_attrs = {semconv.GEN_AI_AGENT_NAME: agent_name}
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
         self._seeded: dict[str, None] = {}
+        self.loops = LoopMetrics(self)  # its own loop series, under this name
 
     def seed_tenant(self, tenant: str) -> None:
         """The tenant's zero series under this name, once per tenant (the handler's own check

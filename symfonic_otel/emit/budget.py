@@ -64,6 +64,10 @@ PER_TENANT: Final[Mapping[str, int]] = {
     semconv.LLM_TOKENS.name: 2,  # input / output, model _OTHER
     semconv.FABRICATION_DETECTIONS.name: 10,  # the 9 (mode, action) pairs, (_OTHER, _OTHER)
     semconv.STOP_REASONS.name: len(semconv.STOP_REASON_VALUES) + 1,  # + _OTHER
+    # The two loop kinds, seeded at zero: the two lines loops add to every active tenant.
+    semconv.LOOPING_RUNS.name: len(semconv.LOOP_KINDS),
+    # One series, made at a tenant's first repeated tool call (never seeded).
+    semconv.REPEATED_TOOL_CALLS.name: 1,
 }
 # Per-tenant counters whose tenants also hold up to TENANT_DETAIL_SETS detailed sets.
 TENANT_DETAILED: Final = frozenset(
@@ -83,6 +87,9 @@ HISTOGRAM_COARSE: Final[Mapping[str, int]] = {
     semconv.CLIENT_TOKEN_USAGE.name: 4 * len(semconv.MODEL_OPERATIONS),  # x (input, output)
     semconv.CLIENT_TIME_TO_FIRST_CHUNK.name: len(semconv.MODEL_OPERATIONS),
     semconv.EXECUTE_TOOL_DURATION.name: 2,  # succeeded, failed
+    # Per run outcome: completed, error, cancelled, abandoned, _OTHER
+    semconv.INVOKE_AGENT_INFERENCE_CALLS.name: 5,
+    semconv.INVOKE_AGENT_TOOL_CALLS.name: 5,
 }
 POOLED: Final[Mapping[str, int]] = {
     semconv.CLIENT_OPERATION_DURATION.name: DETAIL_POOL,
@@ -103,6 +110,10 @@ AGENT_LABELLED: Final = frozenset(
         semconv.EXECUTE_TOOL_DURATION.name,
         semconv.ACTIVE_RUNS.name,
         semconv.ORPHANED_RUNS.name,
+        semconv.LOOPING_RUNS.name,
+        semconv.REPEATED_TOOL_CALLS.name,
+        semconv.INVOKE_AGENT_INFERENCE_CALLS.name,
+        semconv.INVOKE_AGENT_TOOL_CALLS.name,
     }
 )
 # Instruments without a tenant label, whatever the options.

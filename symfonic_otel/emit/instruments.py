@@ -43,6 +43,8 @@ class Instruments:
     dropped_events: Counter
     time_to_first_chunk: Histogram
     tool_duration: Histogram
+    inference_calls: Histogram
+    tool_calls: Histogram
 
     @classmethod
     def create(cls, meter: Meter) -> Instruments:
@@ -57,4 +59,6 @@ class Instruments:
             dropped_events=_counter(meter, semconv.DROPPED_EVENTS),
             time_to_first_chunk=_histogram(meter, semconv.CLIENT_TIME_TO_FIRST_CHUNK),
             tool_duration=_histogram(meter, semconv.EXECUTE_TOOL_DURATION),
+            inference_calls=_histogram(meter, semconv.INVOKE_AGENT_INFERENCE_CALLS),
+            tool_calls=_histogram(meter, semconv.INVOKE_AGENT_TOOL_CALLS),
         )

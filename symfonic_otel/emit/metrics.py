@@ -33,6 +33,7 @@ from symfonic_otel.emit.budget import (
 )
 from symfonic_otel.emit.instruments import Instruments
 from symfonic_otel.emit.labels import BoundedLabels
+from symfonic_otel.emit.loop_metrics import LoopMetrics
 from symfonic_otel.emit.recorder import DeferredRecorder, SpanLink, recorder_for
 from symfonic_otel.emit.tenant_counters import TenantCounters
 from symfonic_otel.emit.tenants import ActiveTenants
@@ -103,6 +104,7 @@ class MetricEmitter:
         self.tools = BoundedLabels(MAX_TOOLS, OTHER, label_or_other)
         self._tool_pool = DetailPool(DETAIL_POOL)
         self._op_pool = DetailPool(DETAIL_POOL)  # shared by operation duration and token usage
+        self.loops = LoopMetrics(self)
 
     def _histogram_tenant(self, tenant: str) -> str | None:
         return tenant if self.tenant_histograms else None
@@ -123,6 +125,7 @@ class MetricEmitter:
             count(_BAILS, tenant, cached(("bail", tenant, reason), attrs.bail, tenant, reason), 0)
         for stop in SEEDED_STOP_REASONS:
             count(_STOPS, tenant, cached(("stop", tenant, stop), attrs.stop, tenant, stop), 0)
+        self.loops.seed(tenant)
 
     # --- runs -------------------------------------------------------------------------------
 

@@ -33,6 +33,8 @@ TENANT_COUNTERS: Final = (
     semconv.LLM_COST,
     semconv.LLM_TOKENS,
     semconv.FABRICATION_DETECTIONS,
+    semconv.LOOPING_RUNS,
+    semconv.REPEATED_TOOL_CALLS,
 )
 TENANT_COUNTER_NAMES: Final = frozenset(spec.name for spec in TENANT_COUNTERS)
 

@@ -41,9 +41,7 @@ _OUTCOME_KEYS: Final = frozenset(
     }
 )
 _KEPT_NODES: Final = frozenset({semconv.NODE_SYNTHESIZE_FALLBACK})
-_KEPT_EVENTS: Final = frozenset(
-    {semconv.EVENT_FABRICATION_DETECTED, semconv.EVENT_AGENT_LOOP_DETECTED}
-)
+_KEPT_EVENTS: Final = frozenset({semconv.EVENT_FABRICATION_DETECTED, semconv.EVENT_LOOP_DETECTED})
 # What a held span weighs beyond its attribute and event text, measured with tracemalloc on the
 # reference loop's spans (benchmarks/retention.py): the span object, its context, status,
 # attribute mapping and bookkeeping.

@@ -26,7 +26,8 @@ from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.framework_runs import RunBook, tenant_in
+from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
+from symfonic_otel.framework_runs import RunBook, loop_handler, tenant_in
 from symfonic_otel.google_adk.read import content_text, turn_of, usage_of
 from symfonic_otel.handler import OTelCallbackHandler
 
@@ -48,8 +49,11 @@ class SymfonicPlugin(BasePlugin):
         handler: OTelCallbackHandler | None = None,
         name: str = "symfonic_otel",
         max_open_runs: int = 10_000,
+        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
+        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
     ) -> None:
         super().__init__(name)
+        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
         self._book = RunBook(handler, _NAME, max_open_runs)
 
     @property

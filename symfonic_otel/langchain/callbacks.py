@@ -29,6 +29,7 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
+from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.emit.budget import DEFAULT_MAX_TENANTS
 from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S
@@ -96,6 +97,8 @@ class LangChainCallbackHandler(_HandlerBase):
         tenant_idle_s: float = DEFAULT_TENANT_IDLE_S,
         tenant_histograms: bool = False,
         clock: Callable[[], float] | None = None,
+        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
+        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
         **unexpected: Never,
     ) -> None:
         super().__init__()
@@ -117,6 +120,8 @@ class LangChainCallbackHandler(_HandlerBase):
             "tenant_idle_s": tenant_idle_s,
             "tenant_histograms": tenant_histograms,
             "clock": clock,
+            "loop_threshold": loop_threshold,
+            "runaway_calls": runaway_calls,
         }
         # Options left at the core handler's defaults are not passed on (nor clash with handler=).
         defaults = keyword_defaults(OTelCallbackHandler.__init__)

@@ -146,6 +146,7 @@ class ToolCalls(Part):
                 ),
                 parent=where,
                 attributes=attributes,
+                arguments=inputs if isinstance(inputs, Mapping) else input_str,
             )
 
         self._start_span(key, parent, current, start)

@@ -38,8 +38,10 @@ from opentelemetry.util.types import AttributeValue
 from workflows.errors import WorkflowRuntimeError
 
 from symfonic_otel import semconv
+from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import AgentStartEvent, LLMEndEvent, TerminationReason
+from symfonic_otel.framework_runs import loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.llama_index import reading
 from symfonic_otel.llama_index.hooks import Events, Spans
@@ -81,13 +83,15 @@ class SymfonicLlamaIndex:
         *,
         max_runs: int = 10_000,
         max_spans_per_run: int = 10_000,
+        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
+        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
     ) -> None:
         if handler is not None and not isinstance(handler, OTelCallbackHandler):
             raise TypeError(
                 "SymfonicLlamaIndex: handler must be an OTelCallbackHandler, "
                 f"got {type(handler).__name__}"
             )
-        self.core = handler if handler is not None else OTelCallbackHandler()
+        self.core = loop_handler("SymfonicLlamaIndex", handler, loop_threshold, runaway_calls)
         self._index = RunIndex(
             _positive("max_runs", max_runs), _positive("max_spans_per_run", max_spans_per_run)
         )
@@ -317,6 +321,7 @@ class SymfonicLlamaIndex:
             event.tool_name if isinstance(event.tool_name, str) else "",
             call_id=event.tool_id if isinstance(event.tool_id, str) and event.tool_id else None,
             attributes=attributes,
+            arguments=event.tool_kwargs,
         )
         if span is not None:
             run.tools[span_id] = span

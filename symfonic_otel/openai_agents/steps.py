@@ -73,6 +73,10 @@ class StepRecorder:
         tool = run.tools.pop(span.span_id, None)
         if tool is None:
             return
+        name = getattr(span.span_data, "name", None)  # its input is set after its start
+        self._handler.tool_arguments(
+            run.key, name if isinstance(name, str) else "", span.span_data.input
+        )
         attributes: dict[str, AttributeValue] = {}
         if self._handler.capture_content:  # the SDK fills both in by the span's end
             data = span.span_data

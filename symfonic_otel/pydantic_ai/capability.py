@@ -28,7 +28,9 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, RetryModelRequest, SkipModelRequest
 
 from symfonic_otel import semconv
+from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.events import AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
+from symfonic_otel.framework_runs import loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.pydantic_ai.verdicts import Ending, Turn, ending_of, turn_of
@@ -91,17 +93,15 @@ class SymfonicCapability(AbstractCapability[Any]):
     """
 
     handler: OTelCallbackHandler | None = None
+    loop_threshold: int = DEFAULT_LOOP_THRESHOLD
+    runaway_calls: int = DEFAULT_RUNAWAY_CALLS
     _run: _Run | None = field(default=None, repr=False)
     _failures: FailureLog = field(default_factory=FailureLog, repr=False)
 
     def __post_init__(self) -> None:
-        if self.handler is None:
-            self.handler = OTelCallbackHandler()
-        elif not isinstance(self.handler, OTelCallbackHandler):
-            raise TypeError(
-                "SymfonicCapability: handler must be an OTelCallbackHandler, "
-                f"got {type(self.handler).__name__}"
-            )
+        self.handler = loop_handler(
+            "SymfonicCapability", self.handler, self.loop_threshold, self.runaway_calls
+        )
 
     @property
     def core(self) -> OTelCallbackHandler:
@@ -277,6 +277,7 @@ class SymfonicCapability(AbstractCapability[Any]):
                 str(getattr(call, "tool_name", "")),
                 call_id=call_id if isinstance(call_id, str) else None,
                 attributes=attributes,
+                arguments=args,
             )
         except Exception as exc:
             self._failures.report("pydantic_ai.tool_start", exc)

@@ -39,8 +39,10 @@ from smolagents.memory import (  # type: ignore[import-untyped]  # smolagents sh
 )
 
 from symfonic_otel import semconv
+from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import AgentStartEvent, LLMEndEvent, TerminationReason
+from symfonic_otel.framework_runs import loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.read.content import json_text
 from symfonic_otel.read.turns import Turn, bail_event, captured
@@ -74,7 +76,14 @@ class SymfonicSmolagents:
     built. ``max_runs`` bounds the runs followed at once (the oldest is ended as abandoned).
     """
 
-    def __init__(self, handler: OTelCallbackHandler | None = None, *, max_runs: int = 10_000):
+    def __init__(
+        self,
+        handler: OTelCallbackHandler | None = None,
+        *,
+        max_runs: int = 10_000,
+        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
+        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
+    ):
         if handler is not None and not isinstance(handler, OTelCallbackHandler):
             raise TypeError(
                 "SymfonicSmolagents: handler must be an OTelCallbackHandler, "
@@ -84,7 +93,7 @@ class SymfonicSmolagents:
             raise ValueError(
                 f"SymfonicSmolagents: max_runs must be a positive int, got {max_runs!r}"
             )
-        self.core = handler if handler is not None else OTelCallbackHandler()
+        self.core = loop_handler("SymfonicSmolagents", handler, loop_threshold, runaway_calls)
         self._max_runs = max_runs
         self._runs: OrderedDict[int, _Run] = OrderedDict()  # by id(agent), checked by weakref
         # Hooks come from worker threads too (sync steps, parallel tools): one at a time.
@@ -180,6 +189,7 @@ class SymfonicSmolagents:
                 call_id=call.call_id,
                 start_time_ns=start_ns,
                 attributes=attributes,
+                arguments=call.arguments,
             )
             self.core.end_tool(
                 span, error_type=semconv.TOOL_ERROR_TYPE if failed else None, end_time_ns=end_ns

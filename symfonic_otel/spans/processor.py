@@ -24,6 +24,7 @@ from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv
 from symfonic_otel._version import __version__
+from symfonic_otel.core import loops
 from symfonic_otel.core.handler_core import INTERNAL_ERROR
 from symfonic_otel.emit import retention_marks
 from symfonic_otel.emit.agents import AgentEmitters
@@ -86,8 +87,11 @@ class SilentBailSpanProcessor(SpanProcessor):
         max_traces: int = DEFAULT_MAX_TRACES,
         trace_ttl_s: float = DEFAULT_TRACE_TTL_S,
         tenant_idle_s: float = DEFAULT_TENANT_IDLE_S,
+        loop_threshold: int = loops.DEFAULT_LOOP_THRESHOLD,
+        runaway_calls: int = loops.DEFAULT_RUNAWAY_CALLS,
     ) -> None:
         name = type(self).__name__
+        self._loop_limits = loops.limits(loop_threshold, runaway_calls)
         if isinstance(tenant_attributes, str) or not isinstance(tenant_attributes, Sequence):
             raise TypeError(
                 f"{name}(tenant_attributes=...) takes a sequence of attribute names, "
@@ -291,8 +295,12 @@ class SilentBailSpanProcessor(SpanProcessor):
         )
         if verdict.bail is not None:
             emitter.silent_bail(tenant, verdict.bail, run.link)
+        looped = loops.ended_run(
+            emitter, tenant, self._loop_limits, verdict.outcome, run.calls.count, run.link
+        )
         return (
-            verdict.bail is not None
+            looped
+            or verdict.bail is not None
             or verdict.outcome != "completed"
             or verdict.stop_reason in _KEPT_STOPS
         )

@@ -33,7 +33,8 @@ from strands.hooks import (
     HookRegistry,
 )
 
-from symfonic_otel.framework_runs import FrameworkRun, RunBook, tenant_in
+from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
+from symfonic_otel.framework_runs import FrameworkRun, RunBook, loop_handler, tenant_in
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.strands.read import message_text, turn_of, usage_of
 
@@ -62,8 +63,14 @@ class SymfonicHooks:
     """
 
     def __init__(
-        self, *, handler: OTelCallbackHandler | None = None, max_open_runs: int = 10_000
+        self,
+        *,
+        handler: OTelCallbackHandler | None = None,
+        max_open_runs: int = 10_000,
+        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
+        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
     ) -> None:
+        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
         self._book = RunBook(handler, _NAME, max_open_runs)
         # The run of each agent being invoked (Strands runs one invocation per agent at a time).
         self._current: OrderedDict[int, str] = OrderedDict()

@@ -36,7 +36,11 @@ async def test_silent_bail_with_synthesis_produces_run_span_synthesis_span_and_c
     assert run_span.attributes[semconv.RUN_ID] == "bail-1"
     assert run_span.attributes[semconv.REACT_TERMINATION_REASON] == "tool_calls_with_no_text"
     assert run_span.attributes[semconv.RESPONSE_EMPTY] is False
-    assert [e.name for e in run_span.events] == [semconv.EVENT_REACT_LOOP_END]
+    # The loop cut the run on three identical calls: a silent bail, and a looping run.
+    assert [e.name for e in run_span.events] == [
+        semconv.EVENT_REACT_LOOP_END,
+        semconv.EVENT_LOOP_DETECTED,
+    ]
 
     chat_name = semconv.chat_span_name("gpt-4o-mini-2024-07-18")
     chats = [s for s in telemetry.spans() if s.name == chat_name]

@@ -51,6 +51,9 @@ async def test_span_tree_times_attributes_and_events(telemetry: InMemoryTelemetr
         "symfonic.react.termination_reason": "tool_calls_with_no_text",
         "symfonic.run.outcome": "completed",
         "symfonic.response.empty": False,
+        "symfonic.run.inference_calls": 2,
+        "symfonic.run.tool_calls": 0,
+        "symfonic.run.repeated_tool_calls": 0,
     }
     assert run.status.status_code is StatusCode.UNSET
     assert [e.name for e in run.events] == [
@@ -252,8 +255,10 @@ async def test_units_match_the_names_module(telemetry: InMemoryTelemetry) -> Non
     await handler.on_llm_start(LLMStartEvent(model="x", messages=[], run_id="orphan"))
     await handler.on_text_delta(TextDeltaEvent(text="hi", run_id="orphan"))
     await handler.on_llm_end(LLMEndEvent(model="x", output="hi", usage={}, run_id="orphan"))
-    await handler.on_tool_call_start(ToolCallStartEvent("c1", "search", run_id="orphan"))
+    await handler.on_tool_call_start(ToolCallStartEvent("c1", "search", {"q": 1}, run_id="orphan"))
     await handler.on_tool_result(ToolResultEvent("c1", "search", run_id="orphan"))
+    await handler.on_tool_call_start(ToolCallStartEvent("c2", "search", {"q": 1}, run_id="orphan"))
+    await handler.on_tool_result(ToolResultEvent("c2", "search", run_id="orphan"))
     handler.close_open_runs()
     handler.llm_end(LLMEndEvent(model="x", output="", usage={}, run_id="nope"))
     recorded = telemetry.metrics()

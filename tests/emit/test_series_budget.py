@@ -65,10 +65,11 @@ def _every_kind_of_run(handler: OTelCallbackHandler, tenant: str, index: int) ->
                 error_type="RateLimitError" if outcome == "error" else None,
                 time_to_first_chunk_s=0.2,
             )
-            handler.end_tool(
-                handler.start_tool(run_id, f"tool-{index % 50}"),
-                error_type="TimeoutError" if outcome == "error" else None,
-            )
+            for _ in range(2):  # the same call twice: a repeated tool call for every tenant
+                handler.end_tool(
+                    handler.start_tool(run_id, f"tool-{index % 50}", arguments={"q": 1}),
+                    error_type="TimeoutError" if outcome == "error" else None,
+                )
             if outcome == "empty":
                 handler.react_loop_end(
                     ReactLoopEndEvent(run_id, 0, "NoneType", False, 0, "no_content_no_tool_calls")
@@ -126,6 +127,8 @@ def test_five_hundred_tenants_each_keep_a_series_on_every_instrument() -> None:
         semconv.REACT_ITERATIONS,
         semconv.CLIENT_TIME_TO_FIRST_CHUNK,
         semconv.EXECUTE_TOOL_DURATION,
+        semconv.INVOKE_AGENT_INFERENCE_CALLS,
+        semconv.INVOKE_AGENT_TOOL_CALLS,
     ):  # histograms carry no tenant by default
         samples = families[spec.prometheus_name].samples
         assert samples, spec.name

@@ -21,6 +21,7 @@ from symfonic_otel.events import (
     FabricationDetectedEvent,
     LLMEndEvent,
     ReactLoopEndEvent,
+    ToolCallStartEvent,
 )
 from symfonic_otel.export.setup import configure_telemetry
 
@@ -166,6 +167,8 @@ def test_readme_per_tenant_sets_match_the_endpoint() -> None:
                         node_name="react_synthesize_fallback",
                     )
                 )
+                for call in ("c1", "c2"):  # a repeated tool call
+                    handler.tool_call_start(ToolCallStartEvent(call, "t", {"q": 1}, run_id=run_id))
                 reason = ("tool_calls_with_no_text", "no_content_no_tool_calls", "odd")[index % 3]
                 final, outcome = ends[index % len(ends)]
                 if final is not None:  # a bail would make an unknown answer read empty

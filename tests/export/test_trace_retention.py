@@ -62,7 +62,7 @@ def test_healthy_runs_are_dropped_at_ratio_zero_and_failing_ones_kept_whole(rig:
     bailed = _run(rig, **{semconv.REACT_TERMINATION_REASON: "tool_calls_with_no_text"})
     looped = _run(rig, **{semconv.RUN_STOP_REASON: "loop_detected"})
     with rig.tracer.start_as_current_span("invoke_agent a") as span:
-        span.add_event(semconv.EVENT_AGENT_LOOP_DETECTED)
+        span.add_event(semconv.EVENT_LOOP_DETECTED)
         loop_event = span.get_span_context().trace_id
     with rig.tracer.start_as_current_span("invoke_agent a") as span:
         with rig.tracer.start_as_current_span("chat", attributes={semconv.NODE_NAME: "x"}):

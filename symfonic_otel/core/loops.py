@@ -1,0 +1,313 @@
+"""Loops, the leading signal: per-run call counts and the detection of looping runs.
+
+Every way in (handler events, the reference loop, LangChain, each adapter) reports two facts
+here: a model call of a run, and a tool call of a run with its name and arguments. Per run, in
+process, this module counts model calls, tool calls and identical tool calls: the same tool
+name with the same arguments, compared by a hash of their canonical form computed here (the
+arguments are never kept, and never exported unless content capture is on).
+
+* A run *repeats* at its ``loop_threshold``-th identical tool call (identical calls need not
+  be consecutive); every identical call past the first counts in
+  ``symfonic.agent.repeated_tool_calls`` (the waste).
+* A run exceeds its *call budget* at its model call number ``runaway_calls + 1``.
+
+A looping run is counted once, at its first detection, while it still runs:
+``symfonic.agent.looping_runs`` with the detected ``symfonic.loop.kind`` (its exemplar the run
+span), and a ``symfonic.agent.loop_detected`` event on the run span (tool name, count, kind).
+At the run's end its counts go on the run span and into the two semconv histograms.
+
+State per run is a few ints and at most ``MAX_SIGNATURES`` hashes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from opentelemetry.trace import Span
+
+from symfonic_otel import semconv
+from symfonic_otel.emit import loop_spans
+from symfonic_otel.emit.metrics import MetricEmitter
+from symfonic_otel.emit.recorder import span_link
+from symfonic_otel.emit.retention_marks import keep_trace
+
+DEFAULT_LOOP_THRESHOLD: Final = 3
+DEFAULT_RUNAWAY_CALLS: Final = 50
+# Distinct (tool, arguments) signatures followed per run; calls with a new one past it are
+# counted as tool calls but not compared.
+MAX_SIGNATURES: Final = 256
+_LOCK = threading.Lock()  # parallel tools of one run report from several threads
+_JSON_START: Final = ("{", "[")
+
+
+@dataclass(frozen=True, slots=True)
+class LoopLimits:
+    """``threshold``: identical tool calls that make a run repeat; ``runaway``: model calls a
+    run may make before it exceeds its call budget."""
+
+    threshold: int = DEFAULT_LOOP_THRESHOLD
+    runaway: int = DEFAULT_RUNAWAY_CALLS
+
+
+DEFAULT_LIMITS: Final = LoopLimits()
+
+
+def limits(loop_threshold: object, runaway_calls: object) -> LoopLimits:
+    """The limits these options set, or a clear error naming the bad one."""
+    for name, value, low in (
+        ("loop_threshold", loop_threshold, 2),
+        ("runaway_calls", runaway_calls, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    assert isinstance(loop_threshold, int) and isinstance(runaway_calls, int)
+    return LoopLimits(loop_threshold, runaway_calls)
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    kind: str  # ``repeated_tool_call`` or ``call_budget``
+    tool: str  # the repeated tool's name; "" for a call budget
+    count: int  # identical calls, or model calls, at detection
+
+
+def _canonical(arguments: object) -> str:
+    """The arguments as one text, equal for equal arguments whatever their shape (a JSON
+    string and the mapping it encodes compare equal; key order does not matter)."""
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        if not text.startswith(_JSON_START):
+            return text
+        try:
+            arguments = json.loads(text)
+        except ValueError:
+            return text
+    dump = getattr(arguments, "model_dump", None)  # pydantic models: their fields
+    if callable(dump) and not isinstance(arguments, type):
+        try:
+            arguments = dump()
+        except Exception:
+            return repr(arguments)
+    try:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):  # unsortable keys, circular values
+        return repr(arguments)
+
+
+def signature(name: str, arguments: object) -> int:
+    """The in-process hash of one tool call (never exported). A mapping of str keys to
+    hashable values is hashed as its sorted items (the common case, no serialisation);
+    anything else as its canonical JSON text."""
+    if isinstance(arguments, str) and arguments.lstrip().startswith(_JSON_START):
+        with contextlib.suppress(ValueError):
+            arguments = json.loads(arguments)
+    if type(arguments) is dict:
+        try:
+            return hash((name, tuple(sorted(arguments.items()))))
+        except TypeError:  # unhashable values, or keys that do not sort
+            pass
+    try:
+        text = _canonical(arguments)
+    except Exception:  # a hostile object: its identity stands for it
+        text = f"\x00{id(arguments)}"
+    return hash((name, text))
+
+
+class RunLoops:
+    """One run's counts and its detection."""
+
+    __slots__ = ("detected", "limits", "model_calls", "repeated", "seen", "tool_calls", "top")
+
+    def __init__(self, limits: LoopLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+        self.model_calls = 0
+        self.tool_calls = 0
+        self.repeated = 0
+        self.detected: str | None = None
+        self.seen: dict[int, int] | None = None
+        self.top: tuple[int, str] = (0, "")  # the most repeated call: (its count, its tool)
+
+    def model_call(self) -> Detection | None:
+        # Counts are plain increments (the interpreter's lock keeps them whole); only the
+        # detection, once per run, takes the lock.
+        self.model_calls = calls = self.model_calls + 1
+        if calls <= self.limits.runaway or self.detected is not None:
+            return None
+        with _LOCK:
+            if self.detected is not None:
+                return None
+            self.detected = semconv.LOOP_CALL_BUDGET
+        return Detection(semconv.LOOP_CALL_BUDGET, "", calls)
+
+    def framework_loop(self) -> Detection | None:
+        """The framework ended the run on its own loop guard (stop reason ``loop_detected``):
+        the call it refused repeats the run's most repeated call once more."""
+        with _LOCK:
+            if self.detected is not None:
+                return None
+            self.detected = semconv.LOOP_REPEATED_TOOL_CALL
+            count, name = self.top
+        return Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count + 1)
+
+    def tool_call(self, name: str, arguments: object) -> tuple[bool, Detection | None]:
+        """Count one tool call; its arguments ``None`` are unknown (not compared). Returns
+        (whether the call repeats an earlier one, the detection it makes if any)."""
+        self.tool_calls += 1
+        if arguments is None:
+            return False, None
+        return self.compare(name, arguments)
+
+    def compare(self, name: str, arguments: object) -> tuple[bool, Detection | None]:
+        """Compare the arguments of a call already counted (an adapter that reads them only
+        at the call's end)."""
+        key = signature(name, arguments)
+        with _LOCK:
+            seen = self.seen
+            if seen is None:
+                seen = self.seen = {}
+            count = seen.get(key, 0) + 1
+            if count == 1 and len(seen) >= MAX_SIGNATURES:
+                return False, None
+            seen[key] = count
+            if count > self.top[0]:
+                self.top = (count, name)
+            if count > 1:
+                self.repeated += 1
+            if count < self.limits.threshold or self.detected is not None:
+                return count > 1, None
+            self.detected = semconv.LOOP_REPEATED_TOOL_CALL
+        return True, Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count)
+
+
+# --- the facts every way in reports ------------------------------------------------------------
+
+
+class _Spans(Protocol):
+    @property
+    def capture_content(self) -> bool: ...
+
+
+class HandlerCore(Protocol):
+    """What the loop facts need of the handler's core (``core.handler_core``)."""
+
+    @property
+    def metrics(self) -> MetricEmitter: ...
+    @property
+    def spans(self) -> _Spans: ...
+
+
+class OpenRun(Protocol):
+    """What the loop facts need of an open run (``core.runs``)."""
+
+    @property
+    def loops(self) -> RunLoops: ...
+    @property
+    def span(self) -> Span: ...
+    @property
+    def tenant(self) -> str: ...
+    @property
+    def metrics(self) -> MetricEmitter | None: ...
+
+
+def _emitter(core: HandlerCore, run: OpenRun) -> MetricEmitter:
+    return run.metrics or core.metrics
+
+
+def model_call(core: HandlerCore, run: OpenRun) -> None:
+    """A model call of ``run`` (any node: the run's own calls)."""
+    found = run.loops.model_call()
+    if found is not None:
+        _detected(core, run, found, None)
+
+
+def tool_call(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
+    """A tool call of ``run`` that runs (never the announced phase); ``arguments`` None:
+    unknown, the call is counted but not compared."""
+    _repeats(core, run, arguments, *run.loops.tool_call(name, arguments))
+
+
+def tool_arguments(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
+    """The arguments of a tool call already counted, known only now."""
+    if arguments is not None:
+        _repeats(core, run, arguments, *run.loops.compare(name, arguments))
+
+
+def _repeats(
+    core: HandlerCore, run: OpenRun, arguments: object, repeated: bool, found: Detection | None
+) -> None:
+    if repeated:
+        _emitter(core, run).loops.repeated_tool_calls(run.tenant, 1)
+    if found is not None:
+        _detected(core, run, found, arguments)
+
+
+def _detected(core: HandlerCore, run: OpenRun, found: Detection, arguments: object) -> None:
+    span = run.span
+    context = span.get_span_context()
+    # A looping run's trace is kept whole: the counter's exemplar names it only if it is.
+    link = span_link(context) if keep_trace(context) else None
+    _emitter(core, run).loops.looping_run(run.tenant, found.kind, link)
+    loop_spans.loop_detected(
+        span, found.kind, found.tool, found.count, arguments, core.spans.capture_content
+    )
+    loops = run.loops
+    span.set_attributes(loop_spans.counts(loops.model_calls, loops.tool_calls, loops.repeated))
+
+
+def run_ended(
+    core: HandlerCore,
+    run: OpenRun,
+    outcome: str,
+    stop_reason: str | None = None,
+    *,
+    on_span: bool = True,
+) -> dict[str, Any]:
+    """The run's counts in the two histograms, and on its span unless ``on_span`` is False:
+    then they are returned for the caller's own ``set_attributes`` at the span's end. A run
+    its framework stopped on its own loop guard (the reference loop's ``loop_detected``) is a
+    looping run, detected now if not before."""
+    loops = run.loops
+    if stop_reason == semconv.STOP_REASON_LOOP_DETECTED:
+        found = loops.framework_loop()
+        if found is not None:
+            _detected(core, run, found, None)
+    attributes = loop_spans.counts(loops.model_calls, loops.tool_calls, loops.repeated)
+    if on_span:
+        run.span.set_attributes(attributes)
+    # No exemplar: the run's duration histogram already leads to its span.
+    _emitter(core, run).loops.run_calls(run.tenant, outcome, loops.model_calls, loops.tool_calls)
+    return attributes
+
+
+def ended_run(
+    emitter: MetricEmitter,
+    tenant: str,
+    limits: LoopLimits,
+    outcome: str,
+    model_calls: int,
+    link: tuple[int, int] | None,
+) -> bool:
+    """A run seen only once it ended (the span processor, from spans without arguments): its
+    model-call histogram and, past the call budget, one looping run. Whether it looped."""
+    looped = model_calls > limits.runaway
+    if looped:
+        emitter.loops.looping_run(tenant, semconv.LOOP_CALL_BUDGET, link)
+    emitter.loops.run_calls(tenant, outcome, model_calls, None, link)
+    return looped
+
+
+def counts(run: OpenRun) -> Mapping[str, Any]:
+    """The run's counts so far (for tests and adapters' own summaries)."""
+    loops = run.loops
+    return {
+        semconv.RUN_INFERENCE_CALLS: loops.model_calls,
+        semconv.RUN_TOOL_CALLS: loops.tool_calls,
+        semconv.RUN_REPEATED_TOOL_CALLS: loops.repeated,
+    }

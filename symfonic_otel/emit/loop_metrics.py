@@ -1,0 +1,108 @@
+"""Loop measurements: looping runs and repeated tool calls per tenant, call counts per run.
+
+``symfonic.agent.looping_runs`` and ``symfonic.agent.repeated_tool_calls`` are per-tenant
+counters in the package's own store (``tenant_counters``), like the other per-tenant counters;
+a tenant taking a slot gets its two looping-run series at zero, so ``increase()`` counts its
+first looping run. The two semconv histograms (``gen_ai.invoke_agent.inference_calls`` and
+``gen_ai.invoke_agent.tool_calls``) carry the agent and the run's outcome, no tenant unless the
+handler was built with ``tenant_histograms=True``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol
+
+from symfonic_otel import semconv
+from symfonic_otel.emit.instruments import Instruments
+from symfonic_otel.emit.recorder import DeferredRecorder, SpanLink
+from symfonic_otel.emit.tenant_counters import TenantCounters
+
+_LOOPING: Final = semconv.LOOPING_RUNS.name
+_REPEATED: Final = semconv.REPEATED_TOOL_CALLS.name
+_CACHE_CAP: Final = 4096
+
+
+class _Emitter(Protocol):
+    """What loop measurements use of their ``MetricEmitter``."""
+
+    @property
+    def counters(self) -> TenantCounters: ...
+    @property
+    def recorder(self) -> DeferredRecorder: ...
+    @property
+    def instruments(self) -> Instruments: ...
+    @property
+    def agent_attrs(self) -> dict[str, Any]: ...
+    @property
+    def tenant_histograms(self) -> bool: ...
+
+
+class LoopMetrics:
+    """One emitter's loop measurements (the emitter's agent name on every series)."""
+
+    __slots__ = ("_cache", "_emitter")
+
+    def __init__(self, emitter: _Emitter) -> None:
+        self._emitter = emitter
+        self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
+
+    def _attrs(self, key: tuple[object, ...], **labels: object) -> dict[str, Any]:
+        attrs = self._cache.get(key)
+        if attrs is None:
+            if len(self._cache) >= _CACHE_CAP:
+                self._cache.clear()
+            attrs = {k: v for k, v in labels.items() if v is not None}
+            attrs = {_KEYS[k]: v for k, v in attrs.items()}
+            self._cache[key] = attrs
+        return attrs
+
+    def _agent(self) -> object:
+        return self._emitter.agent_attrs[semconv.GEN_AI_AGENT_NAME]
+
+    def seed(self, tenant: str) -> None:
+        """The tenant's looping-run series at zero (one per kind)."""
+        for kind in semconv.LOOP_KINDS:
+            self._count_looping(tenant, kind, 0, None)
+
+    def looping_run(self, tenant: str, kind: str, link: SpanLink | None) -> None:
+        """One run detected looping; ``link``, the run's span, is the series' exemplar."""
+        self._count_looping(tenant, kind, 1, link)
+
+    def _count_looping(self, tenant: str, kind: str, value: int, link: SpanLink | None) -> None:
+        attrs = self._cache.get(("loop", tenant, kind)) or self._attrs(
+            ("loop", tenant, kind), tenant=tenant, agent=self._agent(), kind=kind
+        )
+        self._emitter.counters.add(_LOOPING, tenant, attrs, value, None, link)
+
+    def repeated_tool_calls(self, tenant: str, count: int) -> None:
+        attrs = self._cache.get(("repeat", tenant)) or self._attrs(
+            ("repeat", tenant), tenant=tenant, agent=self._agent()
+        )
+        self._emitter.counters.add(_REPEATED, tenant, attrs, count)
+
+    def run_calls(
+        self,
+        tenant: str,
+        outcome: str,
+        inference_calls: int,
+        tool_calls: int | None,
+        link: SpanLink | None = None,
+    ) -> None:
+        """The run's model and tool calls (None: not known), recorded at its end."""
+        emitter = self._emitter
+        scope = tenant if emitter.tenant_histograms else None
+        attrs = self._cache.get(("calls", scope, outcome)) or self._attrs(
+            ("calls", scope, outcome), tenant=scope, agent=self._agent(), outcome=outcome
+        )
+        instruments = emitter.instruments
+        emitter.recorder.record(instruments.inference_calls, inference_calls, attrs, link)
+        if tool_calls is not None:
+            emitter.recorder.record(instruments.tool_calls, tool_calls, attrs, link)
+
+
+_KEYS: Final = {
+    "tenant": semconv.TENANT_ID,
+    "agent": semconv.GEN_AI_AGENT_NAME,
+    "kind": semconv.LOOP_KIND,
+    "outcome": semconv.RUN_OUTCOME,
+}
