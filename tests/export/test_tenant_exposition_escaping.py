@@ -88,3 +88,25 @@ def test_every_series_once_at_a_chunk_boundary(
         tenants = [f"t{index}" for index in range(4 * chunks + offset)]
         found = _samples(_render(tenants, openmetrics, exemplars=False), openmetrics)
         assert sorted(found) == sorted(tenants)
+
+
+def test_a_label_key_that_appears_later_reaches_the_lines_rendered_before() -> None:
+    provider = MeterProvider()
+    store = TenantCounters(ActiveTenants(), detail_cap=10)
+    hub = hub_for(provider)
+    hub.add_store(store)
+    exposition = TenantExposition(hub)
+    try:
+        store.add(semconv.SILENT_BAILS.name, "acme", {semconv.TENANT_ID: "acme"}, 1)
+        first = _label_sets("".join(exposition.chunks(False)))
+        store.add(semconv.SILENT_BAILS.name, "globex", {semconv.TENANT_ID: "globex", "x": "1"}, 1)
+        second = _label_sets("".join(exposition.chunks(False)))
+    finally:
+        provider.shutdown()
+    assert [labels.get("x") for labels in first] == [None]
+    # Every series of a family carries every label key of the family, as the exporter renders.
+    assert sorted(labels["x"] for labels in second) == ["", "1"]
+
+
+def _label_sets(text: str) -> list[dict[str, str]]:
+    return [sample.labels for family in parse_text(text) for sample in family.samples]
