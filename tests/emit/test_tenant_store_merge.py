@@ -87,3 +87,26 @@ def test_what_the_store_reports_of_itself_is_what_it_holds() -> None:
     store.drop("never-seen")  # a tenant this store holds nothing of: nothing happens
     store.drop("acme")
     assert (store.series_count(RUNS), store.series_count()) == (1, 1)
+
+
+def test_an_expired_orphan_goes_and_the_live_handlers_stay() -> None:
+    clock = [0.0]
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    live, orphan = (
+        TenantCounters(ActiveTenants(idle_s=10, clock=lambda: clock[0]), 10) for _ in range(2)
+    )
+    for store in (live, orphan):
+        hub_for(provider).add_store(store)
+    try:
+        live.add(RUNS, "acme", ACME, 1)
+        orphan.add(RUNS, "globex", {semconv.TENANT_ID: "globex"}, 5)
+        orphan.orphan()  # its handler was collected: reported for one idle time more
+        clock[0] = 5
+        live.add(RUNS, "acme", ACME, 1)
+        assert sorted(value for value, _ in _runs(reader)) == [2, 5]
+        clock[0] = 11  # the orphan's idle time has passed; acme's has not
+        assert [value for value, _ in _runs(reader)] == [2]
+        assert hub_for(provider).stores == [live]
+    finally:
+        provider.shutdown()
