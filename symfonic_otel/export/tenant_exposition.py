@@ -135,11 +135,11 @@ class TenantExposition:
 def _lines(family: _Family, series: list[Series], openmetrics: bool) -> Iterator[str]:
     for s in series:
         total = s.total
-        line = s.line
+        line = s.line  # pragma: no mutate: without the cache every line is rendered anew
         if line is None or s.line_total != total:
             prefix = family.prefix(s) if line is None else line[: line.rindex(" ") + 1]
             line = s.line = f"{prefix}{_format(total)}\n"
-            s.line_total = total
+            s.line_total = total  # pragma: no mutate: as above, a miss only costs time
         exemplar = s.exemplar if openmetrics else None
         if exemplar is None:
             yield line

@@ -9,6 +9,9 @@ malformed line), the classic text through its text parser.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
@@ -110,3 +113,31 @@ def test_a_label_key_that_appears_later_reaches_the_lines_rendered_before() -> N
 
 def _label_sets(text: str) -> list[dict[str, str]]:
     return [sample.labels for family in parse_text(text) for sample in family.samples]
+
+
+def test_a_second_scrape_shows_changed_totals_and_exemplars_in_seconds() -> None:
+    """Lines are cached between scrapes: a changed total (fractional, as costs are) must show,
+    under a label value with spaces, and the exemplar's timestamp is in seconds."""
+    provider = MeterProvider()
+    store = TenantCounters(ActiveTenants(), detail_cap=10)
+    hub = hub_for(provider)
+    hub.add_store(store)
+    exposition = TenantExposition(hub)
+    tenant = "a b c"
+    attributes = {semconv.TENANT_ID: tenant, "reason": tenant[::-1]}
+    name = semconv.SILENT_BAILS.name
+    try:
+        before = time.time()
+        store.add(name, tenant, attributes, 1.25, link=(7, 7))
+        first = _samples("".join(exposition.chunks(True)) + "# EOF\n", True)
+        store.add(name, tenant, attributes, 2.5, link=(8, 8))
+        second = _samples("".join(exposition.chunks(True)) + "# EOF\n", True)
+        third = _samples("".join(exposition.chunks(True)) + "# EOF\n", True)  # unchanged
+        text = _samples("".join(exposition.chunks(False)), False)
+        after = time.time()
+    finally:
+        provider.shutdown()
+    assert [found[tenant][0] for found in (first, second, third, text)] == [1.25, 3.75, 3.75, 3.75]
+    exemplar: Any = second[tenant][1]
+    assert exemplar.labels["span_id"] == f"{8:016x}" and exemplar.value == 2.5
+    assert before <= float(exemplar.timestamp) <= after
