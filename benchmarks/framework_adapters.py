@@ -21,11 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents import Runner, set_trace_processors
-from openai_agents_support import agent as agents_agent
-from openai_agents_support import answering
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -33,6 +31,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.pydantic_ai import SymfonicCapability
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.openai_agents_support import agent as agents_agent
+from tests.support.openai_agents_support import answering
 
 
 def _pydantic(capabilities: list[Any]) -> Agent[None, str]:

@@ -37,7 +37,7 @@ from structlog.testing import capture_logs
 
 from symfonic_otel.core.runs import OpenRun
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
-from tests.reliability_support import (
+from tests.support.reliability_support import (
     EXPORT_INTERVAL_MS,
     LatencyResult,
     RaiseSpy,

@@ -164,7 +164,7 @@ class TenantCounters:
             if held is None:
                 return
             for name, key in held.keys:
-                self.series[name].pop(key, None)
+                self.series[name].pop(key, None)  # pragma: no mutate: a tenant's keys are unique
 
     def snapshot(self, name: str) -> list[Series]:
         """Copies of the live series of ``name`` (tests, the report): safe to keep."""

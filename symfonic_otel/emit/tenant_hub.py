@@ -31,6 +31,19 @@ from symfonic_otel.logs import get_logger
 from symfonic_otel.semconv import InstrumentSpec
 
 
+class _Merged:
+    """An attribute set summed over stores: its start, the parts it saw last, their carry."""
+
+    __slots__ = ("carry", "parts", "start_ns")
+
+    def __init__(self, start_ns: int) -> None:
+        self.start_ns = start_ns
+        self.carry = 0.0  # the last totals of parts that went (their store dropped the set)
+        # The live parts by identity: a part object is one life of one store's series, held here
+        # so that its identity is not reused while it is known.
+        self.parts: dict[int, Series] = {}
+
+
 class TenantHub:
     """The per-tenant counter stores reporting to one MeterProvider.
 
@@ -47,6 +60,11 @@ class TenantHub:
         self.fallback = False  # reported through observable counters instead
         # Whether an exemplar may name a trace id (``export.trace_exemplars``); None: any.
         self.trace_filter: Callable[[int], bool] | None = None
+        # Once several stores reported here, every collection merges (``_merge``), even when one
+        # is left: the carry of the others' counts must stay in the sums.
+        self._merging = False  # pragma: no mutate: merging one store serves the same points
+        self._merged: dict[str, dict[tuple[Any, ...], _Merged]] = {}
+        self._merge_lock = threading.Lock()
 
     def add_store(self, store: TenantCounters) -> None:
         with self._lock:
@@ -66,35 +84,58 @@ class TenantHub:
         """Every per-tenant counter with its live series, read once per collection.
 
         One store's series are served as they are (their render cache survives); the series
-        of several stores are summed per attribute set into fresh objects.
+        of several stores are summed per attribute set into fresh objects (``_merge``). One
+        collection at a time reads the stores: two readers at once would merge out of order.
         """
-        stores = self.live_stores()
-        for spec in TENANT_COUNTERS:
-            if len(stores) == 1:
-                store = stores[0]
-                with store.lock:
-                    series = list(store.series[spec.name].values())
-                yield spec, series
-                continue
-            merged: dict[tuple[Any, ...], Series] = {}
-            for store in stores:
-                with store.lock:
-                    parts = list(store.series[spec.name].values())
-                for part in parts:
-                    found = merged.get(part.key)
-                    if found is None:
-                        found = merged[part.key] = Series(
-                            part.key, part.attributes, part.total, part.start_ns
-                        )
-                        found.exemplar = part.exemplar
-                        continue
-                    found.total += part.total
-                    found.start_ns = min(found.start_ns, part.start_ns)
-                    if part.exemplar is not None and (
-                        found.exemplar is None or part.exemplar[3] > found.exemplar[3]
-                    ):
-                        found.exemplar = part.exemplar
-            yield spec, list(merged.values())
+        with self._merge_lock:
+            stores = self.live_stores()
+            self._merging = self._merging or len(stores) > 1  # pragma: no mutate: as above
+            served: list[tuple[InstrumentSpec, list[Series]]] = []
+            for spec in TENANT_COUNTERS:
+                parts: dict[tuple[Any, ...], list[Series]] = {}
+                for store in stores:
+                    with store.lock:
+                        held = list(store.series[spec.name].values())
+                    if not self._merging:
+                        served.append((spec, held))
+                        break
+                    for part in held:
+                        parts.setdefault(part.key, []).append(part)
+                else:
+                    served.append((spec, self._merge(spec.name, parts)))
+        yield from served
+
+    def _merge(self, name: str, parts: dict[tuple[Any, ...], list[Series]]) -> list[Series]:
+        """One series per attribute set, whose total never goes back while any store has it.
+
+        A store's part can go while another store's part of the same set lives on (the tenant
+        went idle in one handler only, or an orphaned handler expired): what it had counted is
+        kept in the set's carry, so the sum stays monotonic under one start time. The carry goes
+        with the set once no store holds it (a tenant back after that starts at zero).
+        """
+        merged = self._merged.setdefault(name, {})
+        for key in merged.keys() - parts.keys():
+            del merged[key]
+        served: list[Series] = []
+        for key, now in parts.items():
+            state = merged.get(key)
+            if state is None:
+                state = merged[key] = _Merged(min(part.start_ns for part in now))
+            live = {id(part): part for part in now}
+            for gone in state.parts.keys() - live.keys():
+                # Its store dropped it, so its total is final (no count reaches it any more).
+                state.carry += state.parts.pop(gone).total
+            state.parts = live
+            found = Series(
+                key, now[0].attributes, state.carry + sum(p.total for p in now), state.start_ns
+            )
+            for part in now:
+                if part.exemplar is not None and (
+                    found.exemplar is None or part.exemplar[3] > found.exemplar[3]
+                ):
+                    found.exemplar = part.exemplar
+            served.append(found)
+        return served
 
     def attach(self, provider: object, meter: Meter) -> None:
         """Serve this hub to ``provider``'s readers; observable counters where that fails."""

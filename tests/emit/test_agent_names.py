@@ -28,8 +28,8 @@ from symfonic_otel.read.sanitise import MAX_LABEL_CHARS
 from symfonic_otel.spans import SilentBailSpanProcessor
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests import openai_agents_support as oas
-from tests.step_cap_support import QUESTION, script
+from tests.support import openai_agents_support as oas
+from tests.support.step_cap_support import QUESTION, script
 
 RUNS = semconv.AGENT_RUNS.name
 BAILS = semconv.SILENT_BAILS.name
@@ -163,7 +163,7 @@ def test_openai_agents_runs_carry_their_agents_name(telemetry: InMemoryTelemetry
 def test_langchain_runs_carry_the_graphs_name(telemetry: InMemoryTelemetry) -> None:
     from langchain.agents import create_agent
 
-    from tests.langchain_support import add
+    from tests.support.langchain_support import add
 
     handler = LangChainCallbackHandler(handler=telemetry.handler())
     config: Any = {"callbacks": [handler], "metadata": {"tenant_id": "acme"}}
@@ -223,7 +223,7 @@ def test_a_failing_langchain_adapter_counts_the_loss_and_the_run_goes_on(
 ) -> None:
     from langchain.agents import create_agent
 
-    from tests.langchain_support import add
+    from tests.support.langchain_support import add
 
     handler = LangChainCallbackHandler(handler=telemetry.handler())
     monkeypatch.setattr(handler._models, "end_call", _boom)

@@ -207,3 +207,59 @@ def test_an_empty_exporter_variable_means_otlp(
     telemetry = configured()
     assert [type(e) for e in _span_exporters(telemetry)] == [GrpcSpanExporter]
     assert type(_metric_exporter(telemetry)) is GrpcMetricExporter
+
+
+# --- precedence, both ways: each stronger source wins whichever value either holds --------------
+
+
+@pytest.mark.parametrize(
+    ("argument", "variable", "expected"),
+    [
+        ("http/protobuf", "grpc", (HttpSpanExporter, HttpMetricExporter)),
+        ("grpc", "http/protobuf", (GrpcSpanExporter, GrpcMetricExporter)),
+    ],
+)
+def test_otlp_protocol_wins_over_every_protocol_variable_either_way(
+    configured: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    argument: str,
+    variable: str,
+    expected: tuple[type, type],
+) -> None:
+    for name in ("PROTOCOL", "TRACES_PROTOCOL", "METRICS_PROTOCOL"):
+        monkeypatch.setenv(f"OTEL_EXPORTER_OTLP_{name}", variable)
+    telemetry = configured(otlp=True, otlp_protocol=argument)
+    assert [type(e) for e in _span_exporters(telemetry)] == [expected[0]]
+    assert type(_metric_exporter(telemetry)) is expected[1]
+
+
+@pytest.mark.parametrize(
+    ("signal", "general"), [("http/protobuf", "grpc"), ("grpc", "http/protobuf")]
+)
+def test_a_signals_protocol_variable_wins_over_the_general_one_either_way(
+    configured: Any, monkeypatch: pytest.MonkeyPatch, signal: str, general: str
+) -> None:
+    kinds = {"grpc": (GrpcSpanExporter, GrpcMetricExporter)}
+    kinds["http/protobuf"] = (HttpSpanExporter, HttpMetricExporter)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", general)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", signal)
+    telemetry = configured(otlp=True)
+    assert [type(e) for e in _span_exporters(telemetry)] == [kinds[signal][0]]
+    assert type(_metric_exporter(telemetry)) is kinds[general][1]  # metrics: the general one
+
+
+@pytest.mark.parametrize(
+    ("argument", "variable", "expected"),
+    [(1500, "9000", 1500), (9000, "1500", 9000), (None, "1500", 1500), (None, "9000", 9000)],
+)
+def test_export_interval_ms_wins_over_the_variable_which_is_used_without_it(
+    configured: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    argument: int | None,
+    variable: str,
+    expected: int,
+) -> None:
+    monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", variable)
+    telemetry = configured(otlp=True, export_interval_ms=argument)
+    periodic = [r for r in _readers(telemetry) if isinstance(r, PeriodicExportingMetricReader)]
+    assert [r._export_interval_millis for r in periodic] == [expected]

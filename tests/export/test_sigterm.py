@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from symfonic_otel import configure_telemetry, semconv
-from tests.otlp_receiver import HttpOtlpReceiver, points_of
+from tests.support.otlp_receiver import HttpOtlpReceiver, points_of
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = Path(__file__).resolve().parents[1] / "support" / "sigterm_app.py"

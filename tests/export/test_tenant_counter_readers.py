@@ -207,6 +207,8 @@ def test_without_the_sdk_hook_they_fall_back_to_observable_counters_and_say_so(
         e for e in logs if e["event"] == "symfonic_otel.tenant_counters_through_sdk_instruments"
     ]
     assert len(warnings) == 1 and warnings[0]["log_level"] == "warning"
+    assert warnings[0]["provider"] == "MeterProvider"  # which provider, and why it costs memory
+    assert "observable counters" in warnings[0]["hint"]
     assert parse(served)[1] == _recorded("text")[1]
 
 

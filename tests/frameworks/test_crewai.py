@@ -22,7 +22,6 @@ os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 pytest.importorskip("crewai", reason="needs the crewai extra (.ci/framework-envs)")
 
-from bail_support import bails_of
 from crewai import Agent, Crew, Task
 from crewai.events import crewai_event_bus
 from crewai.events.types.llm_events import LLMCallType
@@ -32,6 +31,7 @@ from crewai.tools import tool
 from symfonic_otel import semconv
 from symfonic_otel.crewai import SymfonicListener
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.bail_support import bails_of
 
 # Each turn asks something new (CrewAI answers a repeated tool call from its cache).
 TOOL_TURN = 'Thought: I should look it up.\nAction: lookup\nAction Input: {{"q": "weather {n}"}}'

@@ -17,7 +17,6 @@ import pytest
 
 pytest.importorskip("google.adk", reason="needs the google-adk extra (.ci/framework-envs)")
 
-from bail_support import assert_raised_step_cap, bails_of
 from google.adk.agents import LlmAgent
 from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.agents.run_config import RunConfig, StreamingMode
@@ -32,6 +31,7 @@ from opentelemetry.trace import SpanKind
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.google_adk import SymfonicPlugin
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.bail_support import assert_raised_step_cap, bails_of
 
 APP = "app"
 FOREVER = 10**6

@@ -16,7 +16,6 @@ import contextlib
 from typing import Any
 
 import pytest
-from bail_support import assert_raised_step_cap, bails_of
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms.mock import MockFunctionCallingLLM
@@ -27,6 +26,7 @@ from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
 from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.bail_support import assert_raised_step_cap, bails_of
 from tests.support.fallback_support import (
     FALLBACKS,
     RUN_SPAN,

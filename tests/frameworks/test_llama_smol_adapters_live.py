@@ -21,9 +21,9 @@ from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.smolagents import SymfonicSmolagents
-from tests.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.prometheus_support import require_binary
+from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
 from tests.support.live_traffic_support import watch_pages
+from tests.support.prometheus_support import require_binary
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
 PAUSE_S = 0.2  # between rounds

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bail_support import bails_of
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
 from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.smolagents import SymfonicSmolagents
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.bail_support import bails_of
 from tests.support.fallback_support import RUN_SPAN, assert_answered, assert_forced_answer
 from tests.support.smolagents_support import (
     ANSWER,

@@ -20,7 +20,6 @@ import pytest
 
 pytest.importorskip("strands", reason="needs the strands extra (.ci/framework-envs)")
 
-from bail_support import bails_of
 from opentelemetry.trace import StatusCode
 from strands import Agent, tool
 from strands.models import Model
@@ -28,6 +27,7 @@ from strands.models import Model
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.strands import SymfonicHooks
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.bail_support import bails_of
 
 FOREVER = 10**6
 USAGE = {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}

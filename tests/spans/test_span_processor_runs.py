@@ -23,8 +23,8 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from symfonic_otel import semconv
-from tests.langchain_support import add
-from tests.span_processor_support import (
+from tests.support.langchain_support import add
+from tests.support.span_processor_support import (
     LANGCHAIN_INSTRUMENTATIONS,
     PYDANTIC_AI,
     app_request,
@@ -32,7 +32,7 @@ from tests.span_processor_support import (
     rig,
     tenant_context,
 )
-from tests.wire_server import serve
+from tests.support.wire_server import serve
 
 pytestmark = pytest.mark.timeout(120)
 MIDDLEWARES = ("model_call_limit", "tool_call_limit")
@@ -242,7 +242,7 @@ def test_openinference_graph_under_an_application_span_is_one_run(
 ) -> None:
     """Under a server span the LangGraph chain is no root, and OpenInference marks each node
     named "agent" as an ``AGENT``: still one run per request, not one per model turn."""
-    from tests.span_processor_support import ANSWER, CAP_ANSWERED, OPENINFERENCE
+    from tests.support.span_processor_support import ANSWER, CAP_ANSWERED, OPENINFERENCE
 
     with rig(OPENINFERENCE, content, monkeypatch) as peers:
         tracer = peers.memory.tracer_provider.get_tracer("the-application")

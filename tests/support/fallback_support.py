@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bail_support import bails_of
-
 from symfonic_otel import semconv
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.bail_support import bails_of
 
 RUN_SPAN = "invoke_agent helper"
 FALLBACKS = semconv.SYNTHESIS_FALLBACKS.name
