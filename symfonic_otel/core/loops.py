@@ -293,12 +293,27 @@ def ended_run(
     outcome: str,
     model_calls: int,
     link: tuple[int, int] | None,
+    tool_calls: Mapping[tuple[str, int], int] | None = None,
 ) -> bool:
-    """A run seen only once it ended (the span processor, from spans without arguments): its
-    model-call histogram and, past the call budget, one looping run. Whether it looped."""
-    looped = model_calls > limits.runaway
-    if looped:
-        emitter.loops.looping_run(tenant, semconv.LOOP_CALL_BUDGET, link)
+    """A run seen only once it ended (the span processor): its model-call histogram and, past
+    the call budget or at ``threshold`` identical tool calls (``tool_calls``: counts per (tool,
+    hash of the arguments), from spans that record arguments), one looping run, of the kind
+    ``repeated_tool_call`` when both hold. Whether it looped."""
+    repeated = top = 0
+    if tool_calls:
+        for count in tool_calls.values():
+            repeated += count - 1
+            top = max(top, count)
+    if repeated:
+        emitter.loops.repeated_tool_calls(tenant, repeated)
+    kind = None
+    if top >= limits.threshold:
+        kind = semconv.LOOP_REPEATED_TOOL_CALL
+    elif model_calls > limits.runaway:
+        kind = semconv.LOOP_CALL_BUDGET
+    looped = kind is not None
+    if kind is not None:
+        emitter.loops.looping_run(tenant, kind, link)
     emitter.loops.run_calls(tenant, outcome, model_calls, None, link)
     return looped
 

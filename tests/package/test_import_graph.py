@@ -50,7 +50,7 @@ ALLOWED_CROSSINGS: Final[dict[tuple[str, str], str]] = {}
 # Modules allowed past MAX_LINES, with their ceiling and why they are not split.
 LONG_MODULES: Final[dict[str, tuple[int, str]]] = {
     "symfonic_otel.semconv": (
-        500,
+        530,
         "every telemetry name the package writes or reads, in one module on purpose: a semantic "
         "convention change is one edit, and dashboards, rules and tests check against it",
     ),
