@@ -173,7 +173,13 @@ class RunLoops:
         """Compare the arguments of a call already counted (an adapter that reads them only
         at the call's end): the detection it makes (a repeat), else whether it repeats. No
         allocation on the common path (a first call of a run allocates its table)."""
-        key = signature(name, arguments)
+        if type(arguments) is dict:  # ``signature``'s common case, inline (once per call)
+            try:
+                key = hash((name, frozenset(arguments.items())))
+            except TypeError:
+                key = signature(name, arguments)
+        else:
+            key = signature(name, arguments)
         with _LOCK:
             seen = self.seen
             if seen is None:
@@ -240,9 +246,12 @@ def model_call(core: HandlerCore, run: OpenRun) -> None:
 def tool_call(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
     """A tool call of ``run`` that runs (never the announced phase); ``arguments`` None:
     unknown, the call is counted but not compared."""
-    found = run.loops.tool_call(name, arguments)
-    if found:
-        _repeats(core, run, arguments, found)
+    loops = run.loops
+    loops.tool_calls += 1  # ``RunLoops.tool_call``, one call less
+    if arguments is not None:
+        found = loops.compare(name, arguments)
+        if found:
+            _repeats(core, run, arguments, found)
 
 
 def tool_arguments(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
