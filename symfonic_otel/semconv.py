@@ -427,9 +427,19 @@ OPENINFERENCE_FINISH_REASON: Final = "llm.finish_reason"
 OPENINFERENCE_OUTPUT_VALUE: Final = "output.value"
 OPENINFERENCE_OUTPUT_MIME_TYPE: Final = "output.mime_type"
 OPENINFERENCE_METADATA: Final = "metadata"  # the run's metadata, one JSON object
+OPENINFERENCE_KIND_TOOL: Final = "TOOL"
+OPENINFERENCE_TOOL_NAME: Final = "tool.name"
+OPENINFERENCE_INPUT_VALUE: Final = "input.value"  # a TOOL span's arguments, with inputs shown
+OPENINFERENCE_REDACTED: Final = "__REDACTED__"  # what OpenInference writes for hidden inputs
 TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
 TRACELOOP_KIND_WORKFLOW: Final = "workflow"
 TRACELOOP_KIND_AGENT: Final = "agent"
+TRACELOOP_KIND_TOOL: Final = "tool"
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"  # with TRACELOOP_TRACE_CONTENT on
+# The key under which LangChain hands a tool its input (OpenLLMetry records the whole callback
+# input, run metadata included: only this key is the call's arguments).
+LANGCHAIN_TOOL_INPUT: Final = "input_str"
 TRACELOOP_ASSOCIATION_PREFIX: Final = "traceloop.association.properties."
 TRACELOOP_COMPLETIONS: Final = "gen_ai.completion."  # a prefix: flattened completions (legacy)
 TRACELOOP_REQUEST_TYPE: Final = "llm.request.type"

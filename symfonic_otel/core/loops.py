@@ -102,17 +102,22 @@ def _canonical(arguments: object) -> str:
 
 
 def signature(name: str, arguments: object) -> int:
-    """The in-process hash of one tool call (never exported). A mapping of str keys to
-    hashable values is hashed as its sorted items (the common case, no serialisation);
-    anything else as its canonical JSON text."""
-    if isinstance(arguments, str) and arguments.lstrip().startswith(_JSON_START):
+    """The in-process hash of one tool call (never exported). A mapping of hashable values
+    is hashed as the set of its items (the common case, no serialisation, key order does not
+    matter); anything else as its canonical JSON text."""
+    if type(arguments) is dict:  # the common case first: no parsing, no sorting
+        try:
+            return hash((name, frozenset(arguments.items())))
+        except TypeError:  # unhashable values
+            pass
+    elif isinstance(arguments, str) and arguments.lstrip().startswith(_JSON_START):
         with contextlib.suppress(ValueError):
             arguments = json.loads(arguments)
-    if type(arguments) is dict:
-        try:
-            return hash((name, tuple(sorted(arguments.items()))))
-        except TypeError:  # unhashable values, or keys that do not sort
-            pass
+        if type(arguments) is dict:
+            try:
+                return hash((name, frozenset(arguments.items())))
+            except TypeError:
+                pass
     try:
         text = _canonical(arguments)
     except Exception:  # a hostile object: its identity stands for it
@@ -156,34 +161,45 @@ class RunLoops:
             count, name = self.top
         return Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count + 1)
 
-    def tool_call(self, name: str, arguments: object) -> tuple[bool, Detection | None]:
+    def tool_call(self, name: str, arguments: object) -> Detection | bool:
         """Count one tool call; its arguments ``None`` are unknown (not compared). Returns
-        (whether the call repeats an earlier one, the detection it makes if any)."""
+        the detection the call makes, else whether it repeats an earlier one."""
         self.tool_calls += 1
         if arguments is None:
-            return False, None
+            return False
         return self.compare(name, arguments)
 
-    def compare(self, name: str, arguments: object) -> tuple[bool, Detection | None]:
+    def compare(self, name: str, arguments: object) -> Detection | bool:
         """Compare the arguments of a call already counted (an adapter that reads them only
-        at the call's end)."""
-        key = signature(name, arguments)
+        at the call's end): the detection it makes (a repeat), else whether it repeats. No
+        allocation on the common path (a first call of a run allocates its table)."""
+        if type(arguments) is dict:  # ``signature``'s common case, inline (once per call)
+            try:
+                key = hash((name, frozenset(arguments.items())))
+            except TypeError:
+                key = signature(name, arguments)
+        else:
+            key = signature(name, arguments)
         with _LOCK:
             seen = self.seen
             if seen is None:
                 seen = self.seen = {}
             count = seen.get(key, 0) + 1
-            if count == 1 and len(seen) >= MAX_SIGNATURES:
-                return False, None
+            if count == 1:
+                if len(seen) >= MAX_SIGNATURES:
+                    return False
+                seen[key] = 1
+                if not self.top[0]:
+                    self.top = (1, name)
+                return False
             seen[key] = count
+            self.repeated += 1
             if count > self.top[0]:
                 self.top = (count, name)
-            if count > 1:
-                self.repeated += 1
             if count < self.limits.threshold or self.detected is not None:
-                return count > 1, None
+                return True
             self.detected = semconv.LOOP_REPEATED_TOOL_CALL
-        return True, Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count)
+        return Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count)
 
 
 # --- the facts every way in reports ------------------------------------------------------------
@@ -230,21 +246,27 @@ def model_call(core: HandlerCore, run: OpenRun) -> None:
 def tool_call(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
     """A tool call of ``run`` that runs (never the announced phase); ``arguments`` None:
     unknown, the call is counted but not compared."""
-    _repeats(core, run, arguments, *run.loops.tool_call(name, arguments))
+    loops = run.loops
+    loops.tool_calls += 1  # ``RunLoops.tool_call``, one call less
+    if arguments is not None:
+        found = loops.compare(name, arguments)
+        if found:
+            _repeats(core, run, arguments, found)
 
 
 def tool_arguments(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
     """The arguments of a tool call already counted, known only now."""
     if arguments is not None:
-        _repeats(core, run, arguments, *run.loops.compare(name, arguments))
+        found = run.loops.compare(name, arguments)
+        if found:
+            _repeats(core, run, arguments, found)
 
 
-def _repeats(
-    core: HandlerCore, run: OpenRun, arguments: object, repeated: bool, found: Detection | None
-) -> None:
-    if repeated:
-        _emitter(core, run).loops.repeated_tool_calls(run.tenant, 1)
-    if found is not None:
+def _repeats(core: HandlerCore, run: OpenRun, arguments: object, found: Detection | bool) -> None:
+    """A repeated call: one more in ``repeated_tool_calls``; a detection if it makes one."""
+    (run.metrics or core.metrics).loops.repeated_tool_calls(run.tenant, 1)
+    if found is not True:
+        assert isinstance(found, Detection)
         _detected(core, run, found, arguments)
 
 
@@ -293,12 +315,27 @@ def ended_run(
     outcome: str,
     model_calls: int,
     link: tuple[int, int] | None,
+    tool_calls: Mapping[tuple[str, int], int] | None = None,
 ) -> bool:
-    """A run seen only once it ended (the span processor, from spans without arguments): its
-    model-call histogram and, past the call budget, one looping run. Whether it looped."""
-    looped = model_calls > limits.runaway
-    if looped:
-        emitter.loops.looping_run(tenant, semconv.LOOP_CALL_BUDGET, link)
+    """A run seen only once it ended (the span processor): its model-call histogram and, past
+    the call budget or at ``threshold`` identical tool calls (``tool_calls``: counts per (tool,
+    hash of the arguments), from spans that record arguments), one looping run, of the kind
+    ``repeated_tool_call`` when both hold. Whether it looped."""
+    repeated = top = 0
+    if tool_calls:
+        for count in tool_calls.values():
+            repeated += count - 1
+            top = max(top, count)
+    if repeated:
+        emitter.loops.repeated_tool_calls(tenant, repeated)
+    kind = None
+    if top >= limits.threshold:
+        kind = semconv.LOOP_REPEATED_TOOL_CALL
+    elif model_calls > limits.runaway:
+        kind = semconv.LOOP_CALL_BUDGET
+    looped = kind is not None
+    if kind is not None:
+        emitter.loops.looping_run(tenant, kind, link)
     emitter.loops.run_calls(tenant, outcome, model_calls, None, link)
     return looped
 

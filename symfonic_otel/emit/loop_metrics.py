@@ -40,11 +40,13 @@ class _Emitter(Protocol):
 class LoopMetrics:
     """One emitter's loop measurements (the emitter's agent name on every series)."""
 
-    __slots__ = ("_cache", "_emitter")
+    __slots__ = ("_cache", "_emitter", "_repeat_attrs")
 
     def __init__(self, emitter: _Emitter) -> None:
         self._emitter = emitter
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
+        # Per tenant, keyed by the tenant alone: the per-call path builds no key tuple.
+        self._repeat_attrs: dict[str, dict[str, Any]] = {}
 
     def _attrs(self, key: tuple[object, ...], **labels: object) -> dict[str, Any]:
         attrs = self._cache.get(key)
@@ -75,9 +77,13 @@ class LoopMetrics:
         self._emitter.counters.add(_LOOPING, tenant, attrs, value, None, link)
 
     def repeated_tool_calls(self, tenant: str, count: int) -> None:
-        attrs = self._cache.get(("repeat", tenant)) or self._attrs(
-            ("repeat", tenant), tenant=tenant, agent=self._agent()
-        )
+        attrs = self._repeat_attrs.get(tenant)
+        if attrs is None:
+            if len(self._repeat_attrs) >= _CACHE_CAP:
+                self._repeat_attrs.clear()
+            attrs = self._repeat_attrs[tenant] = self._attrs(
+                ("repeat", tenant), tenant=tenant, agent=self._agent()
+            )
         self._emitter.counters.add(_REPEATED, tenant, attrs, count)
 
     def run_calls(

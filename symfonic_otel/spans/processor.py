@@ -214,7 +214,14 @@ class SilentBailSpanProcessor(SpanProcessor):
         relevant = (
             ours
             or tenant is not None
-            or (reading is not None and (reading.kind is not Kind.OTHER or reading.step_cap))
+            or (
+                reading is not None
+                and (
+                    reading.kind is not Kind.OTHER
+                    or reading.step_cap
+                    or reading.tool_call is not None
+                )
+            )
         )
         with self._fold_lock:  # spans of one trace may end in several threads at once
             held = table.end(key, relevant)
@@ -296,7 +303,13 @@ class SilentBailSpanProcessor(SpanProcessor):
         if verdict.bail is not None:
             emitter.silent_bail(tenant, verdict.bail, run.link)
         looped = loops.ended_run(
-            emitter, tenant, self._loop_limits, verdict.outcome, run.calls.count, run.link
+            emitter,
+            tenant,
+            self._loop_limits,
+            verdict.outcome,
+            run.calls.count,
+            run.link,
+            run.calls.tools,
         )
         return (
             looped

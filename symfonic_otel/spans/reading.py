@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from symfonic_otel import semconv
+from symfonic_otel.core.loops import signature
 from symfonic_otel.read.extract import clean_stop_reason
 from symfonic_otel.read.step_caps import is_step_cap_type
 
@@ -48,6 +49,9 @@ class SpanReading:
     # run root only at the top (OpenInference ``AGENT`` names any node called "agent").
     nested: bool = False
     name: str | None = None  # the framework's agent name (``gen_ai.agent.name``), raw
+    # A tool call whose arguments the span records: (tool name, in-process hash of the
+    # arguments); the arguments themselves are never kept.
+    tool_call: tuple[str, int] | None = None
 
 
 # A JSON message list longer than this is not parsed (memory and time stay bounded whatever a
@@ -112,7 +116,45 @@ def read_span(
             nested=attributes.get(semconv.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS,
             name=name if isinstance(name, str) and name not in semconv.DEFAULT_RUN_NAMES else None,
         )
-    return SpanReading(kind, step_cap=step_cap, failed=failed)
+    return SpanReading(kind, step_cap=step_cap, failed=failed, tool_call=tool_call(attributes))
+
+
+# --- tool calls --------------------------------------------------------------------------------
+
+
+def tool_call(attributes: Mapping[str, Any]) -> tuple[str, int] | None:
+    """A tool span's (name, hash of its arguments), when it records both; else None.
+
+    GenAI ``execute_tool`` spans carry ``gen_ai.tool.call.arguments`` with content capture on
+    (util-genai, Pydantic AI, OpenLLMetry); OpenInference ``TOOL`` spans carry the arguments as
+    ``input.value`` (``__REDACTED__`` with inputs hidden: not known); OpenLLMetry's ``tool``
+    spans as ``traceloop.entity.input``, LangChain's callback input, of which only
+    ``input_str`` is the call's (the rest is run metadata that differs per step)."""
+    if attributes.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_EXECUTE_TOOL:
+        name = attributes.get(semconv.GEN_AI_TOOL_NAME)
+        arguments = attributes.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
+        if arguments is None:
+            arguments = attributes.get(semconv.TRACELOOP_ENTITY_INPUT)
+    elif attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OPENINFERENCE_KIND_TOOL:
+        name = attributes.get(semconv.OPENINFERENCE_TOOL_NAME)
+        arguments = attributes.get(semconv.OPENINFERENCE_INPUT_VALUE)
+    elif attributes.get(semconv.TRACELOOP_SPAN_KIND) == semconv.TRACELOOP_KIND_TOOL:
+        name = attributes.get(semconv.TRACELOOP_ENTITY_NAME)
+        arguments = attributes.get(semconv.TRACELOOP_ENTITY_INPUT)
+    else:
+        return None
+    if not isinstance(name, str) or not isinstance(arguments, str):
+        return None
+    if arguments == semconv.OPENINFERENCE_REDACTED or len(arguments) > MAX_JSON_CHARS:
+        return None
+    if f'"{semconv.LANGCHAIN_TOOL_INPUT}"' in arguments:
+        try:
+            recorded = json.loads(arguments)
+        except ValueError:
+            recorded = None
+        if isinstance(recorded, dict) and semconv.LANGCHAIN_TOOL_INPUT in recorded:
+            arguments = recorded[semconv.LANGCHAIN_TOOL_INPUT]
+    return name, signature(name, arguments)
 
 
 # --- finish reasons ----------------------------------------------------------------------------

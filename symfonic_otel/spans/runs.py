@@ -47,6 +47,8 @@ def fold(
         elif reading.kind is Kind.AGENT:
             _close_run(out, reading, key, span_times)
         else:
+            if reading.tool_call is not None:
+                out.calls.tool(reading.tool_call)
             _join_parts(out)
             if reading.step_cap and not _capped(out.all_runs()):
                 out.step_cap = True
@@ -100,6 +102,8 @@ def _close_run(out: Pending, reading: SpanReading, key: SpanKey, times: tuple[in
         run.step_cap = run.step_cap or step_cap or (reading.step_cap and not run.capped_below)
         run.capped_below = run.capped_below or capped_below
         run.answer(end, reading.output)
+        for call, count in (calls.tools or {}).items():  # tool calls beside the one invocation
+            run.calls.tool(call, count)
         out.runs = [run]
     else:
         for sub in nested:

@@ -22,6 +22,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Final
 
+from symfonic_otel.core.loops import MAX_SIGNATURES
 from symfonic_otel.spans.reading import Output
 
 # Runs held by one open span before they are counted early (their tenant and their parent's
@@ -35,12 +36,21 @@ SpanKey = tuple[int, int]  # (trace id, span id)
 
 @dataclass(slots=True, eq=False)
 class Calls:
-    """Model calls folded in: how many, and the last one to end."""
+    """Model calls folded in: how many, and the last one to end; tool calls whose spans record
+    their arguments, counted per (tool name, hash of the arguments)."""
 
     count: int = 0
     last_end: int = -1
     last_output: Output = Output.UNKNOWN
     last_finish: str | None = None
+    tools: dict[tuple[str, int], int] | None = None
+
+    def tool(self, call: tuple[str, int], count: int = 1) -> None:
+        tools = self.tools
+        if tools is None:
+            tools = self.tools = {}
+        if call in tools or len(tools) < MAX_SIGNATURES:
+            tools[call] = tools.get(call, 0) + count
 
     def chat(self, end: int, output: Output, finish: str | None, count: int = 1) -> None:
         self.count += count
@@ -49,6 +59,9 @@ class Calls:
 
     def merge(self, other: Calls) -> None:
         self.chat(other.last_end, other.last_output, other.last_finish, other.count)
+        if other.tools:
+            for call, count in other.tools.items():
+                self.tool(call, count)
 
 
 @dataclass(slots=True, eq=False)

@@ -88,8 +88,9 @@ def test_the_default_mix_fires_only_the_silent_bail_page(tmp_path: Path) -> None
     fired = {(name, tenant) for name, tenant, state in seen if state == "firing"}
     health = {name for name, _, _ in seen if name in TELEMETRY_HEALTH}
     # The page, for the noisy tenant only (or the slow-burn ticket Alertmanager inhibits under
-    # it, or the looping-runs ticket: its bails are loop cuts); nothing else fires, and the telemetry-health alerts never even go pending. (With
-    # --faults they do: test_dashboards_live runs the demo so and needs their panels' data.)
+    # it, or the looping-runs ticket: its bails are loop cuts); nothing else fires, and the
+    # telemetry-health alerts never even go pending. (With --faults they do: test_dashboards_live
+    # runs the demo so and needs their panels' data.)
     assert {name for name, _ in fired} <= notified, fired
     assert {tenant for _, tenant in fired} == {NOISY}, fired
     assert health == set(), seen

@@ -32,6 +32,7 @@ from symfonic_otel import semconv
 from symfonic_otel.crewai import SymfonicListener
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import bails_of
+from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 
 # Each turn asks something new (CrewAI answers a repeated tool call from its cache).
 TOOL_TURN = 'Thought: I should look it up.\nAction: lookup\nAction Input: {{"q": "weather {n}"}}'
@@ -46,6 +47,9 @@ class ScriptedLLM(BaseLLM):
     tool_turns: int = 0
     answer: str = ANSWER
     calls: int = 0
+    # Two inputs in turn (CrewAI itself refuses a call identical to the one before it, so a
+    # loop through CrewAI repeats non-consecutively; needs the tool cache off).
+    repeat: bool = False
 
     def call(
         self,
@@ -63,7 +67,8 @@ class ScriptedLLM(BaseLLM):
                 messages=messages, from_task=from_task, from_agent=from_agent
             )
             self.calls += 1
-            text = TOOL_TURN.format(n=self.calls) if self.calls <= self.tool_turns else self.answer
+            turn = TOOL_TURN.format(n=self.calls % 2 if self.repeat else self.calls)
+            text = turn if self.calls <= self.tool_turns else self.answer
             self._emit_call_completed_event(
                 response=text,
                 call_type=LLMCallType.LLM_CALL,
@@ -267,3 +272,42 @@ def test_bad_arguments_get_clear_errors() -> None:
         SymfonicListener(handler=object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_open_runs"):
         SymfonicListener(max_open_runs=0)
+
+
+# --- loops: identical tool calls and the call budget -------------------------------------------
+
+
+def test_three_identical_lookups_are_one_looping_run(
+    telemetry: InMemoryTelemetry, listener: SymfonicListener, entry: Any
+) -> None:
+    """The model asks for ``lookup`` with two inputs in turn, five times (CrewAI's tool cache
+    off, so each one runs), then answers: the third identical call, not consecutive, makes one
+    looping run for the tenant; three calls repeat an earlier one."""
+    crew = _crew(scripted(tool_turns=5, repeat=True), max_iter=8, cache=False)
+    assert entry(crew, "acme") == "It is sunny."
+    crewai_event_bus.flush()
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    assert repeated(telemetry, tenant__id="acme") == 3
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
+    assert_no_text(telemetry, "weather 1")
+
+
+def test_new_inputs_are_no_loop_and_the_options_reach_the_handler(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    def run(llm: ScriptedLLM, **options: Any) -> None:
+        listener = SymfonicListener(handler=telemetry.handler(**options))
+        try:
+            kickoff(_crew(llm, max_iter=8, cache=False), "acme")
+            crewai_event_bus.flush()
+        finally:
+            listener.close()
+
+    run(scripted(tool_turns=3))  # a new input every turn
+    assert looping(telemetry) == 0 and repeated(telemetry) == 0
+    run(scripted(tool_turns=5, repeat=True), loop_threshold=4)
+    assert looping(telemetry) == 0 and repeated(telemetry) == 3
+    run(scripted(tool_turns=2), runaway_calls=2)  # three model calls past a budget of two
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    assert looping(telemetry) == 1

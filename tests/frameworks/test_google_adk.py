@@ -32,6 +32,7 @@ from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.google_adk import SymfonicPlugin
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import assert_raised_step_cap, bails_of
+from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 
 APP = "app"
 FOREVER = 10**6
@@ -272,3 +273,50 @@ def test_a_caller_that_stops_reading_early_is_cancelled_not_a_bail(
     assert telemetry.value(semconv.SILENT_BAILS.name) == 0
     where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+# --- loops: identical tool calls and the call budget -------------------------------------------
+
+
+def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    """The model calls ``lookup(q="weather")`` three times, then answers: a looping run for
+    the tenant, counted at the third call (read inside that call), once, with two repeats."""
+    seen_in_call: list[float] = []
+
+    def lookup(q: str) -> str:
+        """Look something up."""
+        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
+        return f"result for {q}"
+
+    plugin = SymfonicPlugin(handler=telemetry.handler())
+    agent = LlmAgent(name="helper", model=ScriptedLlm(tool_turns=3), tools=[lookup])
+    runner = InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[plugin]))
+    with tenant_scope("acme"):
+        assert entry(runner, RunConfig(max_llm_calls=10)) == "It is sunny."
+    assert seen_in_call == [0, 0, 1]  # detected before the run ended
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    assert repeated(telemetry, tenant__id="acme") == 2
+    attributes = telemetry.span("invoke_agent helper").attributes or {}
+    assert attributes[semconv.RUN_TOOL_CALLS] == 3
+    assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == 2
+    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
+    assert_no_text(telemetry, '"weather"')
+
+
+def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    with tenant_scope("acme"):
+        run_sync(_runner(telemetry, ScriptedLlm(tool_turns=2)))
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    with tenant_scope("acme"):
+        run_sync(_runner(telemetry, ScriptedLlm(tool_turns=3), loop_threshold=4))
+    assert looping(telemetry) == 0
+    with tenant_scope("acme"):  # three model calls past a budget of two
+        run_sync(_runner(telemetry, ScriptedLlm(tool_turns=2), runaway_calls=2))
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    assert looping(telemetry) == 1

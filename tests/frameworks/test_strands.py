@@ -28,6 +28,7 @@ from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.strands import SymfonicHooks
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import bails_of
+from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 
 FOREVER = 10**6
 USAGE = {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}
@@ -248,3 +249,57 @@ def test_bad_arguments_get_clear_errors() -> None:
         SymfonicHooks(handler=object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_open_runs"):
         SymfonicHooks(max_open_runs=0)
+
+
+# --- loops: identical tool calls and the call budget -------------------------------------------
+
+
+def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    """The model calls ``lookup(q="weather")`` three times, then answers: a looping run for
+    the tenant, counted at the third call (read inside that call), once, with two repeats."""
+    seen_in_call: list[float] = []
+
+    @tool(name="lookup")
+    def watched_lookup(q: str) -> str:
+        """Look something up."""
+        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
+        return f"result for {q}"
+
+    hooks = SymfonicHooks(handler=telemetry.handler())
+    agent = Agent(
+        model=ScriptedModel(tool_turns=3),
+        tools=[watched_lookup],
+        name="helper",
+        hooks=[hooks],
+        callback_handler=None,
+    )
+    with tenant_scope("acme"):
+        result = entry(agent)
+    assert result.stop_reason == "end_turn"
+    assert seen_in_call == [0, 0, 1]  # detected before the run ended
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    assert repeated(telemetry, tenant__id="acme") == 2
+    attributes = telemetry.span("invoke_agent helper").attributes or {}
+    assert attributes[semconv.RUN_TOOL_CALLS] == 3
+    assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == 2
+    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
+    assert_no_text(telemetry, '"weather"')
+
+
+def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    with tenant_scope("acme"):
+        call(_agent(telemetry, ScriptedModel(tool_turns=2)))
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    with tenant_scope("acme"):
+        call(_agent(telemetry, ScriptedModel(tool_turns=3), loop_threshold=4))
+    assert looping(telemetry) == 0
+    with tenant_scope("acme"):  # three model calls past a budget of two
+        call(_agent(telemetry, ScriptedModel(tool_turns=2), runaway_calls=2))
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    assert looping(telemetry) == 1

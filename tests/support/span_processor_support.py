@@ -38,6 +38,9 @@ ANSWER: Final = "answer"
 CAP_ANSWERED: Final = "cap_answered"
 CAP_RAISED: Final = "cap_raised"
 BLANK: Final = "blank"
+# Not in ``SCENARIOS``: the model calls one tool three times with the same arguments, then
+# answers (a run that loops and ends well).
+LOOP: Final = "loop"
 # Where each instrumentation carries the tenant the application gave the run.
 TENANT_ATTRIBUTES: Final = {
     OPENLLMETRY: (f"{semconv.TRACELOOP_ASSOCIATION_PREFIX}tenant_id",),
@@ -48,11 +51,14 @@ TENANT_ATTRIBUTES: Final = {
 APP_SCOPE: Final = "the-application"
 
 
-def openai_reply(finish_reason: str, text: str | None = None, call: int | None = None) -> Any:
-    """A Chat Completions body as OpenAI sends it: text, or one ``add`` call, and the reason."""
+def openai_reply(
+    finish_reason: str, text: str | None = None, call: int | None = None, a: int | None = None
+) -> Any:
+    """A Chat Completions body as OpenAI sends it: text, or one ``add`` call (``a`` its first
+    argument, the call's number unless given), and the reason."""
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if call is not None:
-        arguments = json.dumps({"a": call, "b": 1})
+        arguments = json.dumps({"a": call if a is None else a, "b": 1})
         function = {"name": "add", "arguments": arguments}
         message["tool_calls"] = [{"id": f"call_{call}", "type": "function", "function": function}]
     return WireResponse(
@@ -71,11 +77,13 @@ def openai_reply(finish_reason: str, text: str | None = None, call: int | None =
 
 def replies(scenario: str) -> list[Any]:
     calls = [openai_reply("tool_calls", call=i) for i in range(8)]
+    answer = openai_reply("stop", "The sum is 2.")
     return {
-        ANSWER: [calls[0], openai_reply("stop", "The sum is 2.")],
+        ANSWER: [calls[0], answer],
         CAP_ANSWERED: calls,
         CAP_RAISED: calls,
         BLANK: [calls[0], openai_reply("stop", "")],
+        LOOP: [*(openai_reply("tool_calls", call=i, a=1) for i in range(3)), answer],
     }[scenario]
 
 
@@ -121,7 +129,7 @@ class Rig:
 def run_langgraph(rig: Rig, scenario: str, tenant: str) -> None:
     config: RunnableConfig = {
         "metadata": {"tenant_id": tenant, "user_id": tenant},
-        "recursion_limit": 6 if scenario == CAP_ANSWERED else 5,
+        "recursion_limit": {CAP_ANSWERED: 6, LOOP: 10}.get(scenario, 5),
     }
     with serve(*replies(scenario)) as server, app_request(rig, tenant):
         model = ChatOpenAI(
@@ -161,7 +169,7 @@ def run_pydantic_ai(rig: Rig, scenario: str, tenant: str) -> None:
     provider = rig.memory.tracer_provider
     agent = pydantic_ai_agent(scenario, provider, rig.memory.meter_provider, rig.content)
     with app_request(rig, tenant):
-        run_pydantic_agent(agent)
+        run_pydantic_agent(agent, request_limit=5 if scenario == LOOP else 3)
 
 
 def pydantic_ai_agent(
@@ -177,7 +185,10 @@ def pydantic_ai_agent(
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if scenario != CAP_RAISED and len(messages) > 1:  # after the first tool result
+        if scenario == LOOP:  # three calls, then the answer after the third result
+            if len(messages) >= 7:
+                return ModelResponse(parts=[TextPart("The sum is 3.")])
+        elif scenario != CAP_RAISED and len(messages) > 1:  # after the first tool result
             return ModelResponse(parts=[TextPart("" if scenario == BLANK else "The sum is 3.")])
         return ModelResponse(parts=[ToolCallPart("add_numbers", {"a": 1, "b": 2})])
 
@@ -195,11 +206,11 @@ def pydantic_ai_agent(
     return agent
 
 
-def run_pydantic_agent(agent: Any) -> None:
+def run_pydantic_agent(agent: Any, request_limit: int = 3) -> None:
     from pydantic_ai import UsageLimits
 
     with contextlib.suppress(Exception):  # UsageLimitExceeded, or a rejected blank answer
-        agent.run_sync("1+2", usage_limits=UsageLimits(request_limit=3))
+        agent.run_sync("1+2", usage_limits=UsageLimits(request_limit=request_limit))
 
 
 @contextlib.contextmanager
