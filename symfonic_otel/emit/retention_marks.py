@@ -55,9 +55,16 @@ def register_judge(judge: object) -> None:
         _judges = (*alive, weakref.ref(judge))
 
 
-def judges_present() -> bool:
-    """Whether a judge is alive: a retention processor then waits for its word at a root."""
-    return any(ref() is not None for ref in _judges)
+def judge_awaited(trace_id: int) -> bool:
+    """Whether a live judge saw this trace's local root start and has not settled it yet: a
+    retention processor then waits for its word. A judge on another provider never saw the
+    trace, so it holds nothing up."""
+    for ref in _judges:
+        judge = ref()
+        awaits = getattr(judge, "awaits_root", None)
+        if awaits is not None and awaits(trace_id):
+            return True
+    return False
 
 
 def keep_trace(span_context: SpanContext | int) -> bool:

@@ -317,7 +317,13 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
             self._held_spans += 1
             self._held_bytes += size
             if is_root:
-                if held.foreign and not held.judged and retention_marks.judges_present():
+                # A foreign root waits for a judge's word unless its spans already keep it.
+                if (
+                    held.foreign
+                    and not held.keep
+                    and not held.judged
+                    and retention_marks.judge_awaited(trace_id)
+                ):
                     held.parked_at = time.monotonic()
                     held.parked_by = threading.get_ident()
                     self._parked += 1

@@ -140,14 +140,29 @@ class SilentBailSpanProcessor(SpanProcessor):
         self._interrupted = threading.local()
         # Traces whose root never ends are judged at every metric collection too.
         self._metrics.recorder.on_collect(self.expire_traces)
-        # Outcome retention waits for this processor's verdict at each local root it sees.
+        # Outcome retention waits for this processor's verdict at each local root it saw
+        # start (bounded like the span table: the oldest forgotten first).
+        self._roots_awaited: dict[int, None] = {}
+        self._max_roots_awaited = max_traces
         retention_marks.register_judge(self)
         warn_if_over_limit(max_tenants, agent_names=agent_label_values())
 
     # --- the SDK's SpanProcessor interface ----------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        return None
+        parent = span.parent
+        if parent is None or parent.is_remote:
+            try:
+                awaited = self._roots_awaited
+                awaited[span.context.trace_id] = None
+                if len(awaited) > self._max_roots_awaited:
+                    del awaited[next(iter(awaited))]
+            except Exception:  # a bookkeeping slip only costs retention its wait
+                pass
+
+    def awaits_root(self, trace_id: int) -> bool:
+        """Whether this processor saw ``trace_id``'s local root start and has not judged it."""
+        return trace_id in self._roots_awaited
 
     def _on_ending(self, span: Span) -> None:
         """The SDK's hook just before ``on_end`` (every supported SDK calls it): the span is
@@ -227,6 +242,7 @@ class SilentBailSpanProcessor(SpanProcessor):
             held = table.end(key, relevant)
             if held is None and not relevant:
                 if is_root:
+                    self._roots_awaited.pop(trace_id, None)
                     retention_marks.trace_judged(trace_id, False)
                 return
             times = (span.start_time or 0, span.end_time or 0)
@@ -240,6 +256,7 @@ class SilentBailSpanProcessor(SpanProcessor):
             # else: a span ending after its parent was judged opens no second run
         keep = self._guarded_finish(evicted)
         if parent_key is None:
+            self._roots_awaited.pop(trace_id, None)
             retention_marks.trace_judged(trace_id, keep)
         elif keep:  # runs judged before their root ended (the table's bounds)
             retention_marks.keep_trace(trace_id)
