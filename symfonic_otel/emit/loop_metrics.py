@@ -40,13 +40,13 @@ class _Emitter(Protocol):
 class LoopMetrics:
     """One emitter's loop measurements (the emitter's agent name on every series)."""
 
-    __slots__ = ("_cache", "_emitter", "_repeat_attrs")
+    __slots__ = ("_cache", "_emitter")
 
     def __init__(self, emitter: _Emitter) -> None:
         self._emitter = emitter
+        # Attribute sets without a tenant only (agent, outcome): per-tenant sets are built when
+        # counted, so no cache here grows with the tenants a process has seen.
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
-        # Per tenant, keyed by the tenant alone: the per-call path builds no key tuple.
-        self._repeat_attrs: dict[str, dict[str, Any]] = {}
 
     def _attrs(self, key: tuple[object, ...], **labels: object) -> dict[str, Any]:
         attrs = self._cache.get(key)
@@ -71,19 +71,15 @@ class LoopMetrics:
         self._count_looping(tenant, kind, 1, link)
 
     def _count_looping(self, tenant: str, kind: str, value: int, link: SpanLink | None) -> None:
-        attrs = self._cache.get(("loop", tenant, kind)) or self._attrs(
-            ("loop", tenant, kind), tenant=tenant, agent=self._agent(), kind=kind
-        )
+        attrs = {
+            semconv.TENANT_ID: tenant,
+            semconv.GEN_AI_AGENT_NAME: self._agent(),
+            semconv.LOOP_KIND: kind,
+        }
         self._emitter.counters.add(_LOOPING, tenant, attrs, value, None, link)
 
     def repeated_tool_calls(self, tenant: str, count: int) -> None:
-        attrs = self._repeat_attrs.get(tenant)
-        if attrs is None:
-            if len(self._repeat_attrs) >= _CACHE_CAP:
-                self._repeat_attrs.clear()
-            attrs = self._repeat_attrs[tenant] = self._attrs(
-                ("repeat", tenant), tenant=tenant, agent=self._agent()
-            )
+        attrs = {semconv.TENANT_ID: tenant, semconv.GEN_AI_AGENT_NAME: self._agent()}
         self._emitter.counters.add(_REPEATED, tenant, attrs, count)
 
     def run_calls(
