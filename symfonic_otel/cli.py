@@ -285,9 +285,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         def on_sigterm(signum: int, frame: object) -> None:
             # SIGTERM takes Ctrl-C's path: partial summary, bounded flush; then 143, not 130.
+            # Through SIGINT's own handler: inside asyncio.run that cancels the main task, where
+            # a KeyboardInterrupt raised here would land in whichever task runs and be logged
+            # with its traceback at the loop's close.
             nonlocal terminated
             terminated = True
-            raise KeyboardInterrupt
+            signal.raise_signal(signal.SIGINT)
 
         previous = signal.signal(signal.SIGTERM, on_sigterm)
         try:
