@@ -45,8 +45,8 @@ from crewai.events.types.tool_usage_events import (
 from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.crewai.read import Call, CrewRun, executor_reached_cap, turn_of, usage_of
-from symfonic_otel.framework_runs import RunBook, loop_handler, tenant_in
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import RunBook, loop_handler, tenant_in
 
 __all__ = ["SymfonicListener"]
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from symfonic_otel.framework_runs import Turn
+from symfonic_otel.invocation import Turn
 
 __all__ = ["Call", "CrewRun", "executor_reached_cap", "turn_of", "usage_of"]
 

@@ -27,9 +27,9 @@ from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import RunBook, loop_handler, tenant_in
 from symfonic_otel.google_adk.read import content_text, turn_of, usage_of
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import RunBook, loop_handler, tenant_in
 
 __all__ = ["SymfonicPlugin"]
 

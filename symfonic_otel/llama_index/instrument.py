@@ -41,8 +41,8 @@ from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import AgentStartEvent, LLMEndEvent, TerminationReason
-from symfonic_otel.framework_runs import loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import loop_handler
 from symfonic_otel.llama_index import reading
 from symfonic_otel.llama_index.hooks import Events, Spans
 from symfonic_otel.llama_index.runs import Call, LlamaRun, RunIndex

@@ -30,8 +30,8 @@ from pydantic_ai.exceptions import ModelRetry, RetryModelRequest, SkipModelReque
 from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.events import AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
-from symfonic_otel.framework_runs import loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import loop_handler
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.pydantic_ai.verdicts import Ending, Turn, ending_of, turn_of
 from symfonic_otel.read.content import json_text

@@ -42,8 +42,8 @@ from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import AgentStartEvent, LLMEndEvent, TerminationReason
-from symfonic_otel.framework_runs import loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import loop_handler
 from symfonic_otel.read.content import json_text
 from symfonic_otel.read.turns import Turn, bail_event, captured
 from symfonic_otel.smolagents import steps

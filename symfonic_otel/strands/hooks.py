@@ -19,7 +19,6 @@ nothing the agent does; a failure is counted, never raised.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -34,8 +33,8 @@ from strands.hooks import (
 )
 
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import FrameworkRun, RunBook, loop_handler, tenant_in
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import FrameworkRun, RunBook, loop_handler, tenant_in
 from symfonic_otel.strands.read import message_text, turn_of, usage_of
 
 __all__ = ["SymfonicHooks"]
@@ -72,9 +71,6 @@ class SymfonicHooks:
     ) -> None:
         handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
         self._book = RunBook(handler, _NAME, max_open_runs)
-        # The run of each agent being invoked (Strands runs one invocation per agent at a time).
-        self._current: OrderedDict[int, str] = OrderedDict()
-        self._errors: dict[str, str] = {}  # run id -> its last model call's exception type
         self._sequence = 0
 
     @property
@@ -104,23 +100,21 @@ class SymfonicHooks:
     def _start(self, event: BeforeInvocationEvent) -> None:
         agent = event.agent
         self._sequence += 1
-        run_id = f"strands-{id(agent):x}-{self._sequence}"
-        self._current[id(agent)] = run_id
-        while len(self._current) > self._book.max_open_runs:
-            self._current.popitem(last=False)
         name = getattr(agent, "name", None)
+        # Strands runs one invocation per agent at a time: the agent names its run.
         self._book.start(
-            run_id,
+            f"strands-{id(agent):x}-{self._sequence}",
             name if isinstance(name, str) else "",
             tenant=tenant_in(event.invocation_state),
             query=_query(event.messages),
+            key=id(agent),
         )
 
     def _end(self, event: AfterInvocationEvent) -> None:
-        run_id = self._current.pop(id(event.agent), None)
-        if run_id is None:
+        run = self._book.bound(id(event.agent))
+        if run is None:
             return
-        error = self._errors.pop(run_id, None)
+        run_id, error = run.run_id, run.error_type  # the last model call's exception type
         result = event.result
         stop = getattr(result, "stop_reason", None)
         if result is None:  # the invocation raised (the exception is not on the event)
@@ -139,8 +133,7 @@ class SymfonicHooks:
     # --- model calls -----------------------------------------------------------------------------
 
     def _run_of(self, event: Any) -> FrameworkRun | None:
-        run_id = self._current.get(id(event.agent))
-        return self._book.get(run_id) if run_id is not None else None
+        return self._book.bound(id(event.agent))
 
     def _on_before_model(self, event: BeforeModelCallEvent) -> None:
         self._book.guard("before_model", self._model_start, event)
@@ -163,9 +156,7 @@ class SymfonicHooks:
         response = event.stop_response
         error = type(event.exception).__name__[:128] if event.exception is not None else None
         if error is not None:
-            self._errors[run.run_id] = error
-            while len(self._errors) > self._book.max_open_runs:
-                del self._errors[next(iter(self._errors))]
+            run.error_type = error
         message = response.message if response is not None else None
         self._book.model_call(
             run,

@@ -1,0 +1,70 @@
+"""A run's model calls, the forced final answer (the synthesis fallback) among them.
+
+A call marked ``synthesis`` is the one the framework made to force an answer once its step cap
+ran out: node ``react_synthesize_fallback``, its text deciding ``synthesis.recovered`` whatever
+the capture, and the run remembers whether it recovered an answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from opentelemetry.util.types import AttributeValue
+
+from symfonic_otel import semconv
+from symfonic_otel.events import LLMEndEvent
+from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation.runs import FrameworkRun
+from symfonic_otel.invocation.turns import Turn
+
+__all__ = ["record_call"]
+
+
+def record_call(
+    handler: OTelCallbackHandler,
+    run: FrameworkRun,
+    turn: Turn | None,
+    *,
+    model: str,
+    usage: Mapping[str, int] | None = None,
+    started_ns: int | None = None,
+    ended_ns: int | None = None,
+    error_type: str | None = None,
+    node: str = "",
+    provider: str | None = None,
+    response_id: object = None,
+    first_chunk_s: float | None = None,
+    attributes: Mapping[str, AttributeValue] | None = None,
+) -> None:
+    """One model call of ``run``; it becomes the run's last turn (a failed call keeps the one
+    before, and marks the run's last call failed)."""
+    synthesis = node == semconv.NODE_SYNTHESIZE_FALLBACK
+    text = turn.text if turn is not None and (synthesis or handler.capture_content) else ""
+    handler.llm_end(
+        LLMEndEvent(
+            model=model,
+            output=text,
+            usage=dict(usage or {}),
+            run_id=run.run_id,
+            node_name=node,
+            iteration_index=run.calls,
+            outcome="error" if error_type is not None else "completed",
+            stop_reason=turn.finish_reason if turn is not None else None,
+            error_type=error_type,
+            response_id=response_id if isinstance(response_id, str) else None,
+        ),
+        provider=provider,
+        start_time_ns=started_ns,
+        end_time_ns=ended_ns if ended_ns is not None else time.time_ns(),
+        error_type=error_type,
+        attributes=dict(attributes) if attributes else None,
+        time_to_first_chunk_s=first_chunk_s,
+    )
+    run.calls += 1
+    run.last_failed = error_type is not None
+    if synthesis:
+        run.fallbacks += 1
+        run.recovered = error_type is None and turn is not None and not turn.blank
+    if turn is not None:
+        run.last = turn
