@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Mapping
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
@@ -19,7 +19,7 @@ from symfonic_otel import semconv
 from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import AgentStartEvent, TerminationReason
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.invocation.calls import record_call
+from symfonic_otel.invocation.calls import MAX_CALL_STARTS, HeldCall, record_call
 from symfonic_otel.invocation.guard import Guard
 from symfonic_otel.invocation.loops import positive
 from symfonic_otel.invocation.runs import FrameworkRun, RunIndex
@@ -100,12 +100,17 @@ class RunBook:
         group: str | None = None,
         open_now: bool = True,
         parent: Context | None = None,
+        owner: Any = None,
+        facts: Any = None,
     ) -> FrameworkRun | None:
         """Open a run (None for no id or a redelivered start). ``key``: what the framework
-        names the run by; ``open_now`` False: its span opens later (``open``)."""
+        names the run by; ``owner`` / ``facts``: the adapter's own (see ``FrameworkRun``);
+        ``open_now`` False: its span opens later (``open``)."""
         if not run_id or run_id in self.runs:
             return None
-        run = FrameworkRun(run_id, started_ns=started_ns, agent=agent_name, group=group)
+        run = FrameworkRun(
+            run_id, started_ns=started_ns, agent=agent_name, owner=owner, group=group, facts=facts
+        )
         for old in self.runs.add(run):  # an end that never came: close the oldest
             if self._evicted is not None:
                 self.guard.report(self._evicted)
@@ -129,6 +134,7 @@ class RunBook:
         """Open the run's span (once)."""
         if run.opened:
             return
+        run.opened = True  # once, even if the handler fails (the core then knows no run)
         span_attributes: dict[str, AttributeValue] = dict(attributes or {})
         if run.agent:
             span_attributes[semconv.GEN_AI_AGENT_NAME] = run.agent
@@ -139,7 +145,6 @@ class RunBook:
             start_time_ns=run.started_ns,
             attributes=span_attributes,
         )
-        run.opened = True
 
     # --- model calls and tools ---------------------------------------------------------------
 
@@ -175,6 +180,32 @@ class RunBook:
             response_id=response_id,
             first_chunk_s=first_chunk_s,
             attributes=attributes,
+        )
+
+    def call_started(self, run: FrameworkRun, call_id: str) -> None:
+        """A model call ``call_id`` of ``run`` started now (calls may overlap)."""
+        run.call_starts[call_id] = time.time_ns()
+        while len(run.call_starts) > MAX_CALL_STARTS:
+            del run.call_starts[next(iter(run.call_starts))]
+
+    def hold(self, run: FrameworkRun, call: HeldCall) -> None:
+        """Hold a finished call until ``flush`` says what it was."""
+        run.held = call
+
+    def flush(self, run: FrameworkRun, *, synthesis: bool) -> None:
+        """Record the held call, as the forced final answer when ``synthesis``."""
+        call, run.held = run.held, None
+        if not isinstance(call, HeldCall):
+            return
+        self.model_call(
+            run,
+            call.turn,
+            model=call.model,
+            usage=call.usage,
+            started_ns=call.started_ns,
+            ended_ns=call.ended_ns,
+            error_type=call.error_type,
+            node=semconv.NODE_SYNTHESIZE_FALLBACK if synthesis else "",
         )
 
     def start_tool(self, run: FrameworkRun, name: str, call_id: str, args: object) -> None:

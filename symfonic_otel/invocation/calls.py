@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
 
 from opentelemetry.util.types import AttributeValue
 
@@ -18,7 +20,22 @@ from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.invocation.runs import FrameworkRun
 from symfonic_otel.invocation.turns import Turn
 
-__all__ = ["record_call"]
+__all__ = ["MAX_CALL_STARTS", "HeldCall", "record_call"]
+
+MAX_CALL_STARTS: Final = 256
+
+
+@dataclass(slots=True)
+class HeldCall:
+    """A finished model call held until the framework shows whether it was the forced final
+    answer (the next call starts, or the run ends at its step cap)."""
+
+    turn: Turn | None
+    model: str
+    usage: dict[str, int]
+    started_ns: int | None
+    error_type: str | None
+    ended_ns: int | None = None
 
 
 def record_call(
@@ -38,7 +55,8 @@ def record_call(
     attributes: Mapping[str, AttributeValue] | None = None,
 ) -> None:
     """One model call of ``run``; it becomes the run's last turn (a failed call keeps the one
-    before, and marks the run's last call failed)."""
+    before, and marks the run's last call failed; a forced final answer keeps the loop's last
+    turn, which is what a bail reports)."""
     synthesis = node == semconv.NODE_SYNTHESIZE_FALLBACK
     text = turn.text if turn is not None and (synthesis or handler.capture_content) else ""
     handler.llm_end(
@@ -66,5 +84,5 @@ def record_call(
     if synthesis:
         run.fallbacks += 1
         run.recovered = error_type is None and turn is not None and not turn.blank
-    if turn is not None:
+    elif turn is not None:
         run.last = turn

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,9 @@ class FrameworkRun:
     last_failed: bool = False
     tools: OrderedDict[str, Span | None] = field(default_factory=OrderedDict)
     model_started_ns: int | None = None
+    call_starts: dict[str, int] = field(default_factory=dict)  # a call's id -> its start
+    held: Any = None  # a finished call whose node is known only later (``calls.HeldCall``)
+    tool_seq: int = 0
     model: str = ""
     answer: str | None = None
     error_type: str | None = None
@@ -96,6 +99,13 @@ class RunIndex:
 
     def values(self) -> list[FrameworkRun]:
         return list(self._runs.values())
+
+    def newest(self, match: Callable[[FrameworkRun], bool]) -> FrameworkRun | None:
+        """The newest open run ``match`` accepts (a framework that names runs by content)."""
+        for run in reversed(self._runs.values()):
+            if match(run):
+                return run
+        return None
 
     # --- keys ------------------------------------------------------------------------------------
 

@@ -56,6 +56,22 @@ class ToolSpans:
             _, old = run.tools.popitem(last=False)
             self._handler.end_tool(old, attributes=_UNFINISHED)
 
+    @staticmethod
+    def named_id(run: FrameworkRun, name: str) -> str:
+        """A call id for a framework that pairs a tool's start and end by the tool's name
+        only: calls of one tool end in the order they started (``end_named``)."""
+        run.tool_seq += 1
+        return f"{name}#{run.tool_seq}"
+
+    def end_named(
+        self, run: FrameworkRun, name: str, result: object, error_type: str | None
+    ) -> None:
+        """Close the oldest open span of the tool ``name`` (see ``named_id``)."""
+        for call_id in run.tools:
+            if call_id.rpartition("#")[0] == name:
+                self.end(run, call_id, result, error_type)
+                return
+
     def end(
         self,
         run: FrameworkRun,
