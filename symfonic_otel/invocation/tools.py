@@ -37,9 +37,10 @@ class ToolSpans:
         *,
         start_ns: int | None = None,
         capture_args: bool = True,
+        key: str | None = None,
     ) -> None:
-        """Open a tool span, kept on ``run`` under ``call_id`` (the oldest past the bound is
-        closed as unfinished). ``args`` None: not known at the start."""
+        """Open a tool span, kept on ``run`` under ``key`` (default ``call_id``; the oldest
+        past the bound is closed as unfinished). ``args`` None: not known at the start."""
         attributes: dict[str, AttributeValue] = {}
         if self._handler.capture_content and capture_args:
             attributes.update(captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, args))
@@ -51,7 +52,7 @@ class ToolSpans:
             attributes=attributes,
             arguments=args,
         )
-        run.tools[call_id] = span
+        run.tools[call_id if key is None else key] = span
         while len(run.tools) > MAX_OPEN_TOOLS:
             _, old = run.tools.popitem(last=False)
             self._handler.end_tool(old, attributes=_UNFINISHED)

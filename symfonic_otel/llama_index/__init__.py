@@ -1,9 +1,9 @@
 """LlamaIndex adapter: ``SymfonicLlamaIndex``, span and event handlers on its instrumentation
 dispatcher, for ``FunctionAgent`` / ``ReActAgent`` / ``AgentWorkflow`` runs.
 
-``instrument`` (the dispatcher's hooks -> the core handler), ``runs`` (the bounded state of the
-runs it follows), ``reading`` (a chat response and a step's event, read by structure). Needs the
-``llama-index`` extra; the core package never imports this.
+``instrument`` (the dispatcher's hooks -> the invocation layer's run model), ``steps`` (what
+only LlamaIndex records about a run), ``reading`` (a chat response and a step's event, read by
+structure). Needs the ``llama-index`` extra; the core package never imports this.
 """
 
 from __future__ import annotations
