@@ -1,8 +1,8 @@
 """OpenAI Agents SDK adapter: ``SymfonicTracingProcessor``, one of the SDK's tracing processors.
 
-``processor`` (the SDK callbacks -> the core handler), ``steps`` (model calls, tools,
-handoffs, guardrails), ``runs`` (bounded run state), ``read``
-(span-data readers). Needs the ``openai-agents`` extra; the core package never imports this.
+``processor`` (the SDK callbacks -> the invocation layer's run model), ``steps`` (model calls,
+tools, handoffs, guardrails, what only the SDK records about a run), ``read`` (span-data
+readers). Needs the ``openai-agents`` extra; the core package never imports this.
 """
 
 from __future__ import annotations
