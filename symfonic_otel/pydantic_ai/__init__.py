@@ -1,7 +1,8 @@
 """Pydantic AI adapter: ``SymfonicCapability``, a capability for ``Agent(capabilities=[...])``.
 
-``capability`` (the run, model and tool hooks -> the core handler), ``verdicts`` (how a run
-ended). Needs the ``pydantic-ai`` extra; the core package never imports this.
+``capability`` (the run, model and tool hooks -> the invocation layer's run model),
+``verdicts`` (how a run ended, a response's shape). Needs the ``pydantic-ai`` extra; the core
+package never imports this.
 """
 
 from __future__ import annotations
