@@ -7,14 +7,10 @@ readers). Needs the ``openai-agents`` extra; the core package never imports this
 
 from __future__ import annotations
 
-try:
-    import agents as _agents  # noqa: F401  (fail here, with the extra's name, not deeper)
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess without the SDK
-    raise ImportError(
-        "symfonic_otel.openai_agents needs the OpenAI Agents SDK: "
-        "pip install -e '.[openai-agents]' from a checkout of symfonic-otel"
-    ) from exc
+from symfonic_otel.invocation.extras import require
 
-from symfonic_otel.openai_agents.processor import SymfonicTracingProcessor
+require("agents", __name__, "the OpenAI Agents SDK", "openai-agents")
+
+from symfonic_otel.openai_agents.processor import SymfonicTracingProcessor  # noqa: E402  (after the check)
 
 __all__ = ["SymfonicTracingProcessor"]
