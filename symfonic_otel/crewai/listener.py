@@ -47,6 +47,7 @@ from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CAL
 from symfonic_otel.crewai.read import executor_reached_cap, turn_of, usage_of
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.invocation import Ending, FrameworkRun, RunBook, loop_handler, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.invocation.calls import HeldCall
 
 __all__ = ["SymfonicListener"]
@@ -55,7 +56,7 @@ _NAME: Final = "SymfonicListener"
 _MAX_SCOPES: Final = 64  # event scopes remembered per run
 
 
-class SymfonicListener:
+class SymfonicListener(BookAdapter):
     """Records every agent execution on CrewAI's event bus; see the module docstring.
 
     ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
@@ -87,14 +88,6 @@ class SymfonicListener:
         ]
         for event_type, handler_fn in self._handlers:
             crewai_event_bus.on(event_type)(handler_fn)
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     def close(self) -> None:
         """Unregister from the event bus and end the runs still open as ``abandoned``."""
@@ -205,12 +198,14 @@ class SymfonicListener:
         self._book.hold(
             run,
             HeldCall(
-                turn=None if failed else turn_of(getattr(event, "response", None)),
-                model=model,
-                usage={} if failed else usage_of(getattr(event, "usage", None)),
-                started_ns=started,
-                error_type=semconv.OTHER_VALUE if failed else None,
-                ended_ns=time.time_ns(),
+                None if failed else turn_of(getattr(event, "response", None)),
+                {
+                    "model": model,
+                    "usage": {} if failed else usage_of(getattr(event, "usage", None)),
+                    "started_ns": started,
+                    "error_type": semconv.OTHER_VALUE if failed else None,
+                    "ended_ns": time.time_ns(),
+                },
             ),
         )
 

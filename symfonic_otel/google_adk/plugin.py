@@ -30,13 +30,14 @@ from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CAL
 from symfonic_otel.google_adk.read import content_text, turn_of, usage_of
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.invocation import RunBook, loop_handler, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter
 
 __all__ = ["SymfonicPlugin"]
 
 _NAME: Final = "SymfonicPlugin"
 
 
-class SymfonicPlugin(BasePlugin):
+class SymfonicPlugin(BookAdapter, BasePlugin):
     """An ADK plugin recording every invocation of the runner it is given to.
 
     ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
@@ -55,14 +56,6 @@ class SymfonicPlugin(BasePlugin):
         super().__init__(name)
         handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
         self._book = RunBook(handler, _NAME, max_open_runs)
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     # --- the invocation ------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from opentelemetry.context import Context
 from opentelemetry.util.types import AttributeValue
@@ -19,7 +19,7 @@ from symfonic_otel import semconv
 from symfonic_otel.core.run_end import AdapterRunEnd
 from symfonic_otel.events import AgentStartEvent, TerminationReason
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.invocation.calls import MAX_CALL_STARTS, HeldCall, record_call
+from symfonic_otel.invocation.calls import MAX_CALL_STARTS, CallFacts, HeldCall, record_call
 from symfonic_otel.invocation.guard import Guard
 from symfonic_otel.invocation.loops import positive
 from symfonic_otel.invocation.runs import FrameworkRun, RunIndex
@@ -148,39 +148,11 @@ class RunBook:
 
     # --- model calls and tools ---------------------------------------------------------------
 
-    def model_call(
-        self,
-        run: FrameworkRun,
-        turn: Turn | None,
-        *,
-        model: str,
-        usage: Mapping[str, int] | None = None,
-        started_ns: int | None = None,
-        ended_ns: int | None = None,
-        error_type: str | None = None,
-        node: str = "",
-        provider: str | None = None,
-        response_id: object = None,
-        first_chunk_s: float | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
-    ) -> None:
-        """One model call of ``run``; ``node`` ``react_synthesize_fallback`` marks a forced
-        final answer (its text decides ``synthesis.recovered``, whatever the capture)."""
-        record_call(
-            self.handler,
-            run,
-            turn,
-            model=model,
-            usage=usage,
-            started_ns=started_ns,
-            ended_ns=ended_ns,
-            error_type=error_type,
-            node=node,
-            provider=provider,
-            response_id=response_id,
-            first_chunk_s=first_chunk_s,
-            attributes=attributes,
-        )
+    def model_call(self, run: FrameworkRun, turn: Turn | None, **call: Unpack[CallFacts]) -> None:
+        """One model call of ``run`` (see ``calls.record_call``); node
+        ``react_synthesize_fallback`` marks a forced final answer (its text decides
+        ``synthesis.recovered``, whatever the capture)."""
+        record_call(self.handler, run, turn, **call)
 
     def call_started(self, run: FrameworkRun, call_id: str) -> None:
         """A model call ``call_id`` of ``run`` started now (calls may overlap)."""
@@ -194,19 +166,10 @@ class RunBook:
 
     def flush(self, run: FrameworkRun, *, synthesis: bool) -> None:
         """Record the held call, as the forced final answer when ``synthesis``."""
-        call, run.held = run.held, None
-        if not isinstance(call, HeldCall):
-            return
-        self.model_call(
-            run,
-            call.turn,
-            model=call.model,
-            usage=call.usage,
-            started_ns=call.started_ns,
-            ended_ns=call.ended_ns,
-            error_type=call.error_type,
-            node=semconv.NODE_SYNTHESIZE_FALLBACK if synthesis else "",
-        )
+        held, run.held = run.held, None
+        if isinstance(held, HeldCall):
+            call: CallFacts = {**held.call, "node": semconv.NODE_SYNTHESIZE_FALLBACK}
+            record_call(self.handler, run, held.turn, **(call if synthesis else held.call))
 
     def start_tool(self, run: FrameworkRun, name: str, call_id: str, args: object) -> None:
         self.tools.start(run, name, call_id, args)

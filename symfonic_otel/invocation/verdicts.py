@@ -72,26 +72,10 @@ def verdict_of(
         stop = semconv.STOP_REASON_INTERRUPTED
         return Verdict(AdapterRunEnd(run_id, "cancelled", None, duration_ms, stop_reason=stop))
     error = (error_type or semconv.OTHER_VALUE)[:128]
-    if ending == "error":
-        end = AdapterRunEnd(
-            run_id,
-            "error",
-            None,
-            duration_ms,
-            stop_reason=semconv.STOP_REASON_ERROR,
-            error_type=error,
-        )
-        return Verdict(end)
-    if ending == "gave_up":
-        end = AdapterRunEnd(
-            run_id,
-            "error",
-            None,
-            duration_ms,
-            stop_reason=semconv.STOP_REASON_ERROR,
-            error_type=error,
-        )
-        return Verdict(end, shape_bail(run.last))
+    if ending in ("error", "gave_up"):  # gave up: the model never gave a usable answer
+        stop = semconv.STOP_REASON_ERROR
+        end = AdapterRunEnd(run_id, "error", None, duration_ms, stop_reason=stop, error_type=error)
+        return Verdict(end, shape_bail(run.last) if ending == "gave_up" else None)
     limit = semconv.STOP_REASON_RECURSION_LIMIT
     if ending == "capped_raised":
         end = AdapterRunEnd(run_id, "error", None, duration_ms, stop_reason=limit, error_type=error)

@@ -40,6 +40,7 @@ from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.invocation import Ending, FrameworkRun, RunBook, loop_handler, positive
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.llama_index import reading
 from symfonic_otel.llama_index.hooks import Events, Spans
 from symfonic_otel.llama_index.steps import Call, Steps
@@ -76,7 +77,7 @@ def _ancestors(run: FrameworkRun, span_id: str) -> list[str]:
     return found
 
 
-class SymfonicLlamaIndex:
+class SymfonicLlamaIndex(BookAdapter):
     """Records LlamaIndex agent runs, model calls, tools and step caps; see the module docstring.
 
     ``handler`` shares an ``OTelCallbackHandler`` (say, with a LangChain adapter); by default one
@@ -110,10 +111,6 @@ class SymfonicLlamaIndex:
         self._events._owner = self
         self._dispatcher: Dispatcher | None = None
 
-    @property
-    def core(self) -> OTelCallbackHandler:
-        return self._book.handler
-
     # --- installation -------------------------------------------------------------------------
 
     def instrument(self, dispatcher: Dispatcher | None = None) -> SymfonicLlamaIndex:
@@ -132,10 +129,6 @@ class SymfonicLlamaIndex:
             target.span_handlers = [h for h in target.span_handlers if h is not self._spans]
             target.event_handlers = [h for h in target.event_handlers if h is not self._events]
         self.guard("abandon", self._book.close_all)
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     # --- spans ----------------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.invocation import FrameworkRun, RunBook, answered, loop_handler, positive
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.read.content import json_text
 from symfonic_otel.smolagents import steps
 
@@ -51,7 +52,7 @@ __all__ = ["SymfonicSmolagents"]
 _NAME: Final = "SymfonicSmolagents"
 
 
-class SymfonicSmolagents:
+class SymfonicSmolagents(BookAdapter):
     """Records smolagents runs; see the module docstring.
 
     ``handler`` shares an ``OTelCallbackHandler``; by default one on the global providers is
@@ -69,10 +70,6 @@ class SymfonicSmolagents:
         core = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
         max_runs = positive(_NAME, "max_runs", max_runs)
         self._book = RunBook(core, _NAME, max_runs, evicted="run_evicted", prefix="smolagents")
-
-    @property
-    def core(self) -> OTelCallbackHandler:
-        return self._book.handler
 
     # --- installation -------------------------------------------------------------------------
 
@@ -95,10 +92,6 @@ class SymfonicSmolagents:
         count = self._book.open_runs
         self._book.guard("abandon", self._book.close_all)
         return count
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     # --- callbacks ------------------------------------------------------------------------------
 

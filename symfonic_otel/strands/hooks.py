@@ -35,6 +35,7 @@ from strands.hooks import (
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.invocation import FrameworkRun, RunBook, loop_handler, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.strands.read import message_text, turn_of, usage_of
 
 __all__ = ["SymfonicHooks"]
@@ -54,7 +55,7 @@ def _query(messages: object) -> str:
     return "".join(t for t in texts if isinstance(t, str))
 
 
-class SymfonicHooks:
+class SymfonicHooks(BookAdapter):
     """A Strands hook provider recording every invocation of the agents it is given to.
 
     ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
@@ -72,14 +73,6 @@ class SymfonicHooks:
         handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
         self._book = RunBook(handler, _NAME, max_open_runs)
         self._sequence = 0
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeInvocationEvent, self._on_before_invocation)
