@@ -16,7 +16,8 @@ run returns normally; it is a silent bail with stop reason ``recursion_limit``.
 A model call that raised is read from the step smolagents records on its way out: an
 ``ActionStep`` with neither a model output nor an error (smolagents re-raises the model's
 failure as ``AgentGenerationError``, whose type the run's ``error.type`` names). The run ends as
-``error`` there; the exception reaches the caller unchanged.
+``error`` there (``cancelled`` when it was interrupted, or its stream closed by its caller); the
+exception reaches the caller unchanged.
 
 The tenant is the ``tenant_scope`` around the run. Every callback is guarded: a failure is
 counted in the handler's dropped events and never reaches the agent. A run left open otherwise
@@ -26,6 +27,7 @@ at the handler's run TTL.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import uuid
 import weakref
@@ -50,6 +52,7 @@ from symfonic_otel.smolagents import steps
 __all__ = ["SymfonicSmolagents"]
 
 _NAME: Final = "SymfonicSmolagents"
+_LEFT: Final = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
 
 
 class SymfonicSmolagents(BookAdapter):
@@ -111,6 +114,9 @@ class SymfonicSmolagents(BookAdapter):
         label = {semconv.GEN_AI_AGENT_NAME: run.agent} if run.agent else None
         if steps.model_raised(step):  # on its way out: the caller gets the exception
             error = sys.exc_info()[1]
+            if isinstance(error, _LEFT):  # interrupted, or a stream its caller stopped reading
+                self._book.end(run.run_id, "cancelled")
+                return
             error_type = type(error).__name__ if error is not None else semconv.OTHER_VALUE
             self._book.model_call(
                 run, None, model=model, started_ns=start_ns, ended_ns=end_ns,

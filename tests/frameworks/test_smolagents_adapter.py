@@ -171,6 +171,24 @@ def test_a_run_whose_model_raised_ends_as_error_and_the_exception_reaches_the_ca
     assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 0
 
 
+def test_a_run_interrupted_in_its_model_call_ends_cancelled(telemetry: InMemoryTelemetry) -> None:
+    adapter = _adapter(telemetry)
+    built, model = agent("tool_calling", answering(), adapter.step_callbacks())
+    answer = model.generate
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        if model.calls == 1:  # the second call: the user pressed Ctrl-C
+            raise KeyboardInterrupt
+        return answer(*args, **kwargs)
+
+    model.generate = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        run(built)
+    assert adapter.open_runs == 0
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "cancelled"}) == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+
+
 class _Broken(OTelCallbackHandler):
     def agent_start(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("telemetry bug")
