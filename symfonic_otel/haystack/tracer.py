@@ -99,7 +99,8 @@ class _Span(Span):
         return self.inner.raw_span()
 
     def get_correlation_data_for_logs(self) -> dict[str, Any]:
-        return self.inner.get_correlation_data_for_logs()
+        data: dict[str, Any] = self.inner.get_correlation_data_for_logs()
+        return data
 
 
 class SymfonicTracer(Tracer):
