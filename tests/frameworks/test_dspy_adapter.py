@@ -433,3 +433,29 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     assert looping(telemetry) == 0
     once(1, runaway_calls=2)  # three model calls past a budget of two
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+
+
+def test_a_cancelled_run_is_cancelled_never_a_bail(
+    telemetry: InMemoryTelemetry, callback: SymfonicCallback
+) -> None:
+    entered = asyncio.Event()
+
+    async def lookup(q: str) -> str:
+        """Look something up."""
+        entered.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    async def go() -> None:
+        program = _react(capped(5), tools=[lookup])
+        with tenant_scope("acme"):
+            task = asyncio.create_task(program.acall(question="q"))
+        await asyncio.wait_for(entered.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0

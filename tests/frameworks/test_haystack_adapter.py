@@ -448,3 +448,36 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     assert looping(telemetry) == 0
     once(2, runaway_calls=2)  # three model calls past a budget of two
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+
+
+def test_a_cancelled_run_is_cancelled_never_a_bail(
+    telemetry: InMemoryTelemetry, tracer: SymfonicTracer
+) -> None:
+    entered = asyncio.Event()
+
+    async def slow(q: str) -> str:
+        entered.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    async def go() -> None:
+        stuck = Tool(
+            name="lookup",
+            description="Look something up.",
+            parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+            function=lambda q: "never",
+            async_function=slow,
+        )
+        with tenant_scope("acme"):
+            task = asyncio.create_task(_agent(Script(), tools=[stuck]).run_async(QUESTION))
+        await asyncio.wait_for(entered.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    stops = {semconv.RUN_STOP_REASON: "interrupted"}
+    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
