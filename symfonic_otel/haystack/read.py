@@ -10,6 +10,8 @@ from symfonic_otel.framework_runs import Turn
 __all__ = ["answer_of", "model_of", "turn_of", "usage_of"]
 
 _MAX_MESSAGES: Final = 64
+_ASSISTANT: Final = "assistant"  # ChatRole values (a str enum)
+_TOOL: Final = "tool"
 _USAGE_KEYS: Final = (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"))
 
 
@@ -57,16 +59,19 @@ def usage_of(output: object) -> dict[str, int]:
 
 
 def answer_of(result: object) -> tuple[str | None, str | None]:
-    """(``exit_reason``, answer text) of an Agent's result: the last message's text, or a tool
-    exit condition's result (the tool's message); None when the result holds neither."""
+    """(``exit_reason``, answer text) of an Agent's result: the last message's text when the
+    model wrote it, a tool exit condition's result when a tool did; None for any other last
+    message (a hook stopped the run before the model spoke: the question is no answer)."""
     if not isinstance(result, Mapping):
         return None, None
     exit_reason = result.get("exit_reason")
     last = result.get("last_message")
-    text = getattr(last, "text", None)
-    if not isinstance(text, str) or not text:
-        tool_result = getattr(getattr(last, "tool_call_result", None), "result", None)
-        text = tool_result if isinstance(tool_result, str) else text
+    role = getattr(last, "role", None)
+    text: object = None
+    if role == _ASSISTANT:
+        text = getattr(last, "text", None)
+    elif role == _TOOL:
+        text = getattr(getattr(last, "tool_call_result", None), "result", None)
     return (
         exit_reason if isinstance(exit_reason, str) else None,
         text if isinstance(text, str) else None,

@@ -19,10 +19,11 @@ import pytest
 pytest.importorskip("haystack", reason="needs the haystack extra (.ci/framework-envs)")
 
 from haystack import Pipeline
-from haystack.components.agents import Agent
+from haystack.components.agents import Agent, State
 from haystack.components.generators.chat import MockChatGenerator
 from haystack.core.errors import PipelineRuntimeError
 from haystack.dataclasses import ChatMessage, StreamingChunk, ToolCall
+from haystack.hooks import hook
 from haystack.hooks.budget import TokenBudgetHook
 from haystack.tools import Tool, tool
 from haystack.tools.errors import ToolInvocationError
@@ -481,3 +482,29 @@ def test_a_cancelled_run_is_cancelled_never_a_bail(
     assert telemetry.value(semconv.SILENT_BAILS.name) == 0
     stops = {semconv.RUN_STOP_REASON: "interrupted"}
     assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
+
+
+def test_a_hook_that_stops_the_run_before_the_model_spoke_is_a_bail(
+    telemetry: InMemoryTelemetry, tracer: SymfonicTracer
+) -> None:
+    """The last message is the user's question: no answer, whatever its text."""
+
+    @hook
+    def stop_at_once(state: State) -> None:
+        state.set("stop_run", "policy")
+
+    with tenant_scope("acme"):
+        result = run(_agent(Script(), hooks={"before_llm": [stop_at_once]}))
+    assert result["exit_reason"] == "policy"
+    assert bails_of(telemetry, "acme", "no_content_no_tool_calls") == 1
+
+
+def test_a_tool_exit_condition_answers_with_the_tools_result(
+    telemetry: InMemoryTelemetry, tracer: SymfonicTracer
+) -> None:
+    with tenant_scope("acme"):
+        result = run(_agent(Script(tool_turns=1), exit_conditions=["lookup"]))
+    assert result["exit_reason"] == "lookup"
+    assert bails_of(telemetry, "acme") == 0
+    where = {semconv.TENANT_ID: "acme", semconv.RESPONSE_EMPTY: False}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
