@@ -44,6 +44,7 @@ _NAME: Final = "SymfonicCallback"
 _FINISH: Final = "finish"
 _MAX_FRAMES: Final = 100_000
 _MAX_PENDING: Final = 16
+_MAX_QUERY: Final = 65_536
 
 
 @dataclass(slots=True)
@@ -164,7 +165,7 @@ class SymfonicCallback(BaseCallback):
             if isinstance(instance, dspy.ReAct):
                 frame.react = frame
             self._push(call_id, frame)
-            self._book.start(run_id, type(instance).__name__[:64])
+            self._book.start(run_id, type(instance).__name__[:64], query=_query(inputs))
         else:
             frame = self._child(parent, instance)
             self._push(call_id, frame)
@@ -287,6 +288,12 @@ class SymfonicCallback(BaseCallback):
             return
         error = type(exception).__name__[:128] if exception is not None else None
         self._book.end_tool(run, call_id, outputs, error)
+
+
+def _query(inputs: object) -> str:
+    """A program's string inputs (recorded only under content capture)."""
+    texts = [v for v in call_kwargs(inputs).values() if isinstance(v, str)]
+    return "\n".join(texts)[:_MAX_QUERY]
 
 
 def _cancelled(exception: BaseException | None) -> bool:

@@ -51,7 +51,8 @@ _TOOL_ERROR: Final = "haystack.tool.error"
 _AGENT_OUTPUT: Final = "haystack.agent.output"
 _LLM_OUTPUT: Final = "haystack.agent.step.llm.output"
 _TOOL_INPUT: Final = "haystack.agent.step.tool.input"
-_READ: Final = frozenset({_AGENT_OUTPUT, _LLM_OUTPUT, _TOOL_INPUT})
+_TOOL_OUTPUT: Final = "haystack.agent.step.tool.output"
+_READ: Final = frozenset({_AGENT_OUTPUT, _LLM_OUTPUT, _TOOL_INPUT, _TOOL_OUTPUT})
 # ``exit_reason`` values of a run its budget ended: the step cap and the token-budget hook.
 _CAP_EXITS: Final = frozenset({"max_agent_steps", "token_budget_exceeded"})
 _CUT_EXITS: Final = {"length": "max_tokens", "content_filter": "refusal"}
@@ -79,6 +80,7 @@ class _Span(Span):
         self.tool: tuple[str, str] | None = None  # (name, call id) of a tool span
         self.tool_started = False
         self.tool_failed = False
+        self.tool_result: object = None  # kept only under content capture
         self.turn: Turn | None = None
         self.model = ""
         self.usage: dict[str, int] = {}
@@ -201,6 +203,8 @@ class SymfonicTracer(Tracer):
             span.turn, span.model, span.usage = turn_of(value), model_of(value), usage_of(value)
         elif key == _TOOL_INPUT and span.name == _TOOL:
             self._start_tool(span, value)
+        elif key == _TOOL_OUTPUT and span.name == _TOOL and self.handler.capture_content:
+            span.tool_result = value
 
     def _start_tool(self, span: _Span, args: object) -> None:
         run = self._book.get(span.run_id)
@@ -220,7 +224,7 @@ class SymfonicTracer(Tracer):
             error = type(exc).__name__[:128] if exc is not None else None
             if error is None and span.tool_failed:
                 error = _TOOL_FAILURE
-            self._book.end_tool(run, span.tool[1], None, error)
+            self._book.end_tool(run, span.tool[1], span.tool_result, error)
         elif span.name == _RUN:
             self._end_run(span, exc)
 

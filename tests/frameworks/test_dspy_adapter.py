@@ -459,3 +459,16 @@ def test_a_cancelled_run_is_cancelled_never_a_bail(
     where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+
+
+def test_under_content_capture_the_question_and_the_tool_call_are_recorded(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    made = SymfonicCallback(handler=telemetry.handler(capture_content=True))
+    with dspy.context(callbacks=[made]), tenant_scope("acme"):
+        call(_react(healthy(1)))
+    run = telemetry.span("invoke_agent ReAct")
+    assert "What is the weather?" in repr(dict(run.attributes or {}))
+    attributes = telemetry.span("execute_tool lookup").attributes or {}
+    assert "weather" in str(attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+    assert "result for weather" in str(attributes[semconv.GEN_AI_TOOL_CALL_RESULT])

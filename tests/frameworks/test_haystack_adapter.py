@@ -508,3 +508,18 @@ def test_a_tool_exit_condition_answers_with_the_tools_result(
     assert bails_of(telemetry, "acme") == 0
     where = {semconv.TENANT_ID: "acme", semconv.RESPONSE_EMPTY: False}
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+def test_under_content_capture_the_tool_arguments_and_result_are_on_its_span(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    made = SymfonicTracer(handler=telemetry.handler(capture_content=True)).install()
+    try:
+        with tenant_scope("acme"):
+            run(_agent(Script(tool_turns=1)))
+    finally:
+        made.uninstall()
+        disable_tracing()
+    attributes = telemetry.span("execute_tool lookup").attributes or {}
+    assert "weather" in str(attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+    assert "result for weather" in str(attributes[semconv.GEN_AI_TOOL_CALL_RESULT])
