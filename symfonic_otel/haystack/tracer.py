@@ -126,7 +126,6 @@ class SymfonicTracer(Tracer):
         self._book = RunBook(handler, _NAME, max_open_runs)
         self.inner: Tracer = inner if inner is not None else haystack_tracer.actual_tracer
         self._ids = itertools.count(1)
-        self._installed = False
 
     @property
     def handler(self) -> OTelCallbackHandler:
@@ -142,14 +141,12 @@ class SymfonicTracer(Tracer):
         if current is not self:
             self.inner = current
             enable_tracing(self)
-        self._installed = True
         return self
 
     def uninstall(self) -> None:
         """Give Haystack its previous tracer back and close the runs still open."""
         if haystack_tracer.actual_tracer is self:
             enable_tracing(self.inner)
-        self._installed = False
         self._book.guard("close", self._book.close_all)
 
     # --- haystack.tracing.Tracer -------------------------------------------------------------
@@ -175,7 +172,8 @@ class SymfonicTracer(Tracer):
             else:
                 self._book.guard("close", self._closed, span, None)
             finally:
-                _CURRENT.reset(token)
+                with contextlib.suppress(ValueError):  # exited in another context: never raise
+                    _CURRENT.reset(token)
 
     def current_span(self) -> Span | None:
         current = _CURRENT.get()
