@@ -162,8 +162,7 @@ class SymfonicCallback(BaseCallback):
         if parent is None:
             run_id = f"dspy-{next(self._ids)}"
             frame = _Frame(run_id, instance)
-            if isinstance(instance, dspy.ReAct):
-                frame.react = frame
+            frame.react = frame if isinstance(instance, dspy.ReAct) else None
             self._push(call_id, frame)
             self._book.start(run_id, type(instance).__name__[:64], query=_query(inputs))
         else:
@@ -184,7 +183,7 @@ class SymfonicCallback(BaseCallback):
             and exception is None
             and frame.instance is getattr(react.instance, "react", None)
         ):
-            react.steps += 1  # a react step that chose a tool (a failed one ends the loop)
+            react.steps += 1  # a react step that returned (a failed one ends the loop)
             tool = getattr(outputs, "next_tool_name", None)
             react.last_tool = tool if isinstance(tool, str) else None
         if frame.is_extract and react is not None:
@@ -210,12 +209,12 @@ class SymfonicCallback(BaseCallback):
         if frame.react is not None:
             self._flush(frame, None)  # an extract that never ended
         error = type(exception).__name__[:128] if exception is not None else None
-        if frame.capped:
+        if isinstance(exception, KeyboardInterrupt) or _cancelled(exception):
+            self._book.end(frame.run_id, "cancelled")
+        elif frame.capped:
             answer = answer_of(frame.instance, outputs) if error is None else None
             ending: Ending = "capped_raised" if error is not None else "capped"
             self._book.end(frame.run_id, ending, answer=answer, error_type=error)
-        elif isinstance(exception, KeyboardInterrupt) or _cancelled(exception):
-            self._book.end(frame.run_id, "cancelled")
         elif error is not None:
             self._book.end(frame.run_id, "error", error_type=error)
         else:
