@@ -114,6 +114,8 @@ FRAMEWORK_PAGES = {
     "docs/frameworks/google-adk.md": "google-adk",
     "docs/frameworks/strands.md": "strands",
     "docs/frameworks/crewai.md": "crewai",
+    "docs/frameworks/haystack.md": "haystack",
+    "docs/frameworks/dspy.md": "dspy",
 }
 # Where install lines are written for a reader: the docs, the README, CONTRIBUTING, and the
 # package's own "needs the extra" messages.

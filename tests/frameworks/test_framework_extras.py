@@ -19,7 +19,7 @@ def test_the_core_never_imports_the_frameworks() -> None:
     done = _python(
         "import sys, symfonic_otel, symfonic_otel.handler, symfonic_otel.langchain\n"
         "print(sorted(m for m in ('agents', 'pydantic_ai', 'llama_index', 'smolagents',\n"
-        "       'google.adk', 'strands', 'crewai') if m in sys.modules))"
+        "       'google.adk', 'strands', 'crewai', 'haystack', 'dspy') if m in sys.modules))"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -35,6 +35,8 @@ def test_the_core_never_imports_the_frameworks() -> None:
         ("symfonic_otel.google_adk", "google.adk", "pip install -e '.[google-adk]'"),
         ("symfonic_otel.strands", "strands", "pip install -e '.[strands]'"),
         ("symfonic_otel.crewai", "crewai", "pip install -e '.[crewai]'"),
+        ("symfonic_otel.haystack", "haystack", "pip install -e '.[haystack]'"),
+        ("symfonic_otel.dspy", "dspy", "pip install -e '.[dspy]'"),
     ],
 )
 def test_a_missing_framework_names_the_extra(module: str, blocked: str, extra: str) -> None:
