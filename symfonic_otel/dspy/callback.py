@@ -35,8 +35,8 @@ from dspy.utils.callback_context import ACTIVE_CALL_ID
 from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.dspy.read import answer_of, call_kwargs, lm_turn, lm_usage
-from symfonic_otel.framework_runs import Ending, FrameworkRun, RunBook, Turn, loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import Ending, FrameworkRun, RunBook, Turn, loop_handler
 
 __all__ = ["SymfonicCallback"]
 

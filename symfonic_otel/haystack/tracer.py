@@ -35,9 +35,9 @@ from haystack.tracing.tracer import Span, Tracer, enable_tracing
 from haystack.tracing.tracer import tracer as haystack_tracer
 
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import FrameworkRun, RunBook, Turn, loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.haystack.read import answer_of, model_of, turn_of, usage_of
+from symfonic_otel.invocation import FrameworkRun, RunBook, Turn, loop_handler
 
 __all__ = ["SymfonicTracer"]
 

@@ -19,7 +19,9 @@ import pytest
 PACKAGE: Final = Path(__file__).resolve().parents[2] / "symfonic_otel"
 ADAPTERS: Final = (
     "crewai",
+    "dspy",
     "google_adk",
+    "haystack",
     "llama_index",
     "openai_agents",
     "pydantic_ai",

@@ -44,7 +44,9 @@ ADAPTERS: Final = frozenset(
 FRAMEWORK_ADAPTERS: Final = frozenset(
     {
         "symfonic_otel.crewai",
+        "symfonic_otel.dspy",
         "symfonic_otel.google_adk",
+        "symfonic_otel.haystack",
         "symfonic_otel.llama_index",
         "symfonic_otel.openai_agents",
         "symfonic_otel.pydantic_ai",
