@@ -37,6 +37,7 @@ from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CAL
 from symfonic_otel.dspy.read import answer_of, call_kwargs, lm_turn, lm_usage
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.invocation import Ending, FrameworkRun, RunBook, Turn, loop_handler
+from symfonic_otel.invocation.adapter import BookAdapter
 
 __all__ = ["SymfonicCallback"]
 
@@ -78,7 +79,7 @@ class _Frame:
     messages: Any = None
 
 
-class SymfonicCallback(BaseCallback):
+class SymfonicCallback(BookAdapter, BaseCallback):
     """A DSPy callback recording every program run; see the module docstring.
 
     ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
@@ -97,14 +98,6 @@ class SymfonicCallback(BaseCallback):
         self._book = RunBook(handler, _NAME, max_open_runs)
         self._frames: OrderedDict[str, _Frame] = OrderedDict()
         self._ids = itertools.count(1)
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     # --- DSPy's callbacks ----------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CAL
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.haystack.read import answer_of, model_of, turn_of, usage_of
 from symfonic_otel.invocation import FrameworkRun, RunBook, Turn, loop_handler
+from symfonic_otel.invocation.adapter import BookAdapter
 
 __all__ = ["SymfonicTracer"]
 
@@ -105,7 +106,7 @@ class _Span(Span):
         return data
 
 
-class SymfonicTracer(Tracer):
+class SymfonicTracer(BookAdapter, Tracer):
     """A Haystack tracer recording every Agent run; see the module docstring.
 
     ``inner`` is the tracer every span is handed on to (``install()`` takes the one installed
@@ -126,14 +127,6 @@ class SymfonicTracer(Tracer):
         self._book = RunBook(handler, _NAME, max_open_runs)
         self.inner: Tracer = inner if inner is not None else haystack_tracer.actual_tracer
         self._ids = itertools.count(1)
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     def install(self) -> SymfonicTracer:
         """Make this Haystack's tracer, handing spans on to the one installed before."""
