@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from crewai.events import crewai_event_bus
 from crewai.events.types.agent_events import (
@@ -43,11 +43,9 @@ from crewai.events.types.tool_usage_events import (
 )
 
 from symfonic_otel import semconv
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.crewai.read import executor_reached_cap, turn_of, usage_of
-from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.invocation import Ending, FrameworkRun, RunBook, loop_handler, tenant_in
-from symfonic_otel.invocation.adapter import BookAdapter
+from symfonic_otel.invocation import Ending, FrameworkRun, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 from symfonic_otel.invocation.calls import HeldCall
 
 __all__ = ["SymfonicListener"]
@@ -63,16 +61,11 @@ class SymfonicListener(BookAdapter):
     budgets) with other adapters; by default one on the global providers is built.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs, max_keys=_MAX_SCOPES)
+    adapter_name = _NAME
+    max_keys = _MAX_SCOPES
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self._tenants: OrderedDict[int, str] = OrderedDict()  # crew -> its kickoff's tenant
         self._handlers: list[tuple[type[Any], Any]] = [
             (CrewKickoffStartedEvent, self._on_kickoff),

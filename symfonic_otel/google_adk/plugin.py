@@ -19,18 +19,16 @@ The tenant is the ``tenant_scope`` around the run, else ``RunConfig(custom_metad
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.google_adk.read import content_text, turn_of, usage_of
-from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.invocation import RunBook, loop_handler, tenant_in
-from symfonic_otel.invocation.adapter import BookAdapter
+from symfonic_otel.invocation import tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["SymfonicPlugin"]
 
@@ -44,18 +42,11 @@ class SymfonicPlugin(BookAdapter, BasePlugin):
     budgets) with other adapters; by default one on the global providers is built.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        name: str = "symfonic_otel",
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        super().__init__(name)
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, *, name: str = "symfonic_otel", **options: Unpack[BookOptions]) -> None:
+        BasePlugin.__init__(self, name)
+        BookAdapter.__init__(self, **options)
 
     # --- the invocation ------------------------------------------------------------------------
 

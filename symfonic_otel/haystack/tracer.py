@@ -29,16 +29,14 @@ import contextvars
 import itertools
 import time
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from haystack.tracing.tracer import Span, Tracer, enable_tracing
 from haystack.tracing.tracer import tracer as haystack_tracer
 
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.haystack.read import answer_of, model_of, turn_of, usage_of
-from symfonic_otel.invocation import FrameworkRun, RunBook, Turn, loop_handler
-from symfonic_otel.invocation.adapter import BookAdapter
+from symfonic_otel.invocation import FrameworkRun, Turn
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["SymfonicTracer"]
 
@@ -114,17 +112,10 @@ class SymfonicTracer(BookAdapter, Tracer):
     the global providers is built.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        inner: Tracer | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, *, inner: Tracer | None = None, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self.inner: Tracer = inner if inner is not None else haystack_tracer.actual_tracer
         self._ids = itertools.count(1)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from strands.hooks import (
     AfterInvocationEvent,
@@ -32,10 +32,8 @@ from strands.hooks import (
     HookRegistry,
 )
 
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.invocation import FrameworkRun, RunBook, loop_handler, tenant_in
-from symfonic_otel.invocation.adapter import BookAdapter
+from symfonic_otel.invocation import FrameworkRun, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 from symfonic_otel.strands.read import message_text, turn_of, usage_of
 
 __all__ = ["SymfonicHooks"]
@@ -62,16 +60,10 @@ class SymfonicHooks(BookAdapter):
     budgets) with other adapters; by default one on the global providers is built.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self._sequence = 0
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
