@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("crewai", __name__, "CrewAI", "crewai")
+require(
+    "crewai",
+    __name__,
+    "CrewAI",
+    "pip install -e '.[crewai]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.crewai.listener import SymfonicListener  # noqa: E402  (after the check)
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("dspy", __name__, "DSPy", "dspy")
+require(
+    "dspy",
+    __name__,
+    "DSPy",
+    "pip install -e '.[dspy]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.dspy.callback import SymfonicCallback  # noqa: E402  (after the check)
 

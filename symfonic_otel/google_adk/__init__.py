@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("google.adk", __name__, "Google ADK", "google-adk")
+require(
+    "google.adk",
+    __name__,
+    "Google ADK",
+    "pip install -e '.[google-adk]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.google_adk.plugin import SymfonicPlugin  # noqa: E402  (after the check)
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("haystack", __name__, "Haystack", "haystack")
+require(
+    "haystack",
+    __name__,
+    "Haystack",
+    "pip install -e '.[haystack]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.haystack.tracer import SymfonicTracer  # noqa: E402  (after the check)
 

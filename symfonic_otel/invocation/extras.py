@@ -8,12 +8,10 @@ import importlib
 __all__ = ["require"]
 
 
-def require(module: str, adapter: str, framework: str, extra: str) -> None:
-    """Import the framework's ``module``, or raise an ImportError naming ``extra``."""
+def require(module: str, adapter: str, framework: str, install: str) -> None:
+    """Import the framework's ``module``, or raise an ImportError with the ``install`` line
+    that brings it (its extra)."""
     try:
         importlib.import_module(module)
     except ImportError as exc:
-        raise ImportError(
-            f"{adapter} needs {framework}: "
-            f"pip install -e '.[{extra}]' from a checkout of symfonic-otel"
-        ) from exc
+        raise ImportError(f"{adapter} needs {framework}: {install}") from exc

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("llama_index.core", __name__, "LlamaIndex", "llama-index")
+require(
+    "llama_index.core",
+    __name__,
+    "LlamaIndex",
+    "pip install -e '.[llama-index]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.llama_index.instrument import SymfonicLlamaIndex  # noqa: E402  (after the check)
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("agents", __name__, "the OpenAI Agents SDK", "openai-agents")
+require(
+    "agents",
+    __name__,
+    "the OpenAI Agents SDK",
+    "pip install -e '.[openai-agents]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.openai_agents.processor import SymfonicTracingProcessor  # noqa: E402  (after the check)
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("pydantic_ai", __name__, "Pydantic AI", "pydantic-ai")
+require(
+    "pydantic_ai",
+    __name__,
+    "Pydantic AI",
+    "pip install -e '.[pydantic-ai]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.pydantic_ai.capability import SymfonicCapability  # noqa: E402  (after the check)
 

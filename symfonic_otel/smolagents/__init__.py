@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("smolagents", __name__, "smolagents", "smolagents")
+require(
+    "smolagents",
+    __name__,
+    "smolagents",
+    "pip install -e '.[smolagents]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.smolagents.callbacks import SymfonicSmolagents  # noqa: E402  (after the check)
 

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from symfonic_otel.invocation.extras import require
 
-require("strands", __name__, "Strands Agents", "strands")
+require(
+    "strands",
+    __name__,
+    "Strands Agents",
+    "pip install -e '.[strands]' from a checkout of symfonic-otel",
+)
 
 from symfonic_otel.strands.hooks import SymfonicHooks  # noqa: E402  (after the check)
 
