@@ -198,6 +198,7 @@ class SymfonicAgno:
     def tool_hook(
         self,
         run_context: Any,
+        agent: Any,
         function_name: str,
         function_call: Callable[..., Any],
         arguments: dict[str, Any],
@@ -205,7 +206,7 @@ class SymfonicAgno:
         """Agno's tool middleware: the call runs inside, its exception passes unchanged."""
         call_id = f"agno-{next(self._call_ids)}"
         self._book.guard(
-            "tool_start", self._tool_start, run_context, function_name, call_id, arguments
+            "tool_start", self._tool_start, run_context, agent, function_name, call_id, arguments
         )
         try:
             result = function_call(**arguments)
@@ -226,9 +227,14 @@ class SymfonicAgno:
         self._book.guard("tool_end", self._tool_end, run_context, call_id, result, None)
         return result
 
-    def _tool_start(self, run_context: Any, name: str, call_id: str, arguments: object) -> None:
+    def _tool_start(
+        self, run_context: Any, agent: Any, name: str, call_id: str, arguments: object
+    ) -> None:
         run = self._book.get(str(getattr(run_context, "run_id", "")))
         if run is not None:
+            # The model turn that asked for this call is in the run's messages already: record
+            # it now, so the run's model calls are counted while it runs.
+            self._record(run, run_turns(getattr(run_context, "messages", None)), _model_id(agent))
             self._book.start_tool(run, name if isinstance(name, str) else "", call_id, arguments)
 
     def _tool_end(

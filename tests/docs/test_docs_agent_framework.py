@@ -1,4 +1,5 @@
-"""The Microsoft Agent Framework page's code is its example files, and the examples do what they say."""
+"""The Microsoft Agent Framework page's code is its example files, and the examples do what
+they say."""
 
 from __future__ import annotations
 

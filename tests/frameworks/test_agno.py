@@ -293,3 +293,21 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     with tenant_scope("acme"):  # three model calls past a budget of two
         run(agent(_adapter(telemetry, runaway_calls=2), ScriptedModel(tool_turns=2)))
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+
+
+def test_model_calls_are_read_at_each_tool_call_so_the_call_budget_counts_while_it_runs(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    seen_in_call: list[float] = []
+
+    def lookup(q: str) -> str:
+        """Look something up."""
+        seen_in_call.append(looping(telemetry, semconv.LOOP_CALL_BUDGET))
+        return f"result for {q}"
+
+    adapter = _adapter(telemetry, runaway_calls=2)
+    with tenant_scope("acme"):
+        run(agent(adapter, ScriptedModel(tool_turns=3), tools=[lookup]))
+    assert seen_in_call == [0, 0, 1]  # the third model call, read as its tool call starts
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    assert _chats(telemetry) == 4
