@@ -13,10 +13,11 @@ tool calls than the agent's ``tool_call_limit`` hit that limit: a silent bail wi
 the count of tool calls in the run's messages against the configured limit, never from text.
 
 Agno catches a model's exception and returns the run with status ``error`` without calling the
-post hooks; Agno has no model-call hook, so (as Agno's own tracing does) ``instrument`` wraps the
-agent's model methods, only to see that exception pass: the run ends ``error`` with its type, the
-exception goes on unchanged. A run that pauses for input or is cancelled calls no post hook
-either: it stays open until the open-run cap closes it as abandoned.
+post hooks, and it has no model-call hook. So ``instrument`` gives the agent's model a subclass
+of its own class (as Agno's own tracing wraps the model's methods) whose response methods only
+see that exception pass: the run ends ``error`` with its type, the exception goes on unchanged;
+a copy Agno makes of the agent (``deep_copy``) keeps it. A run that pauses for input or is
+cancelled calls no post hook either: it stays open until the open-run cap closes it abandoned.
 
 The tenant is the ``tenant_scope`` around the run, else the run's ``metadata`` or
 ``session_state`` ``tenant_id``. Every hook is guarded; a failure is counted, never raised.
@@ -69,6 +70,7 @@ class SymfonicAgno:
         handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
         self._book = RunBook(handler, _NAME, max_open_runs)
         self._call_ids = itertools.count(1)
+        self._guarded: dict[type[Model], type[Model]] = {}  # a model class -> its guarded one
 
     @property
     def handler(self) -> OTelCallbackHandler:
@@ -149,49 +151,16 @@ class SymfonicAgno:
             self._book.end(run.run_id, "error", error_type=type(exc).__name__[:128])
 
     def _guard_model(self, model: Model) -> None:
-        if getattr(model, _GUARDED, None) is self:
+        """Make ``model`` an instance of a subclass of its class whose response methods see
+        their exception pass (a copy Agno makes of the agent's model keeps the subclass)."""
+        base = type(model)
+        if getattr(base, _GUARDED, None) is self:
             return
-        book, failed = self._book, self._failed
-        response, aresponse = model.response, model.aresponse
-        response_stream, aresponse_stream = model.response_stream, model.aresponse_stream
-
-        def guarded_response(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return response(*args, **kwargs)
-            except BaseException as exc:
-                book.guard("model_error", failed, kwargs, exc)
-                raise
-
-        async def guarded_aresponse(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return await aresponse(*args, **kwargs)
-            except BaseException as exc:
-                book.guard("model_error", failed, kwargs, exc)
-                raise
-
-        def guarded_response_stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            try:
-                yield from response_stream(*args, **kwargs)
-            except BaseException as exc:
-                book.guard("model_error", failed, kwargs, exc)
-                raise
-
-        async def guarded_aresponse_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-            try:
-                async for item in aresponse_stream(*args, **kwargs):
-                    yield item
-            except BaseException as exc:
-                book.guard("model_error", failed, kwargs, exc)
-                raise
-
-        for name, method in (
-            ("response", guarded_response),
-            ("aresponse", guarded_aresponse),
-            ("response_stream", guarded_response_stream),
-            ("aresponse_stream", guarded_aresponse_stream),
-        ):
-            object.__setattr__(model, name, method)
-        object.__setattr__(model, _GUARDED, self)
+        guarded = self._guarded.get(base)
+        if guarded is None:
+            guarded = self._guarded[base] = _guarded_class(base, self._book, self._failed)
+            setattr(guarded, _GUARDED, self)
+        model.__class__ = guarded
 
     # --- tools --------------------------------------------------------------------------------
 
@@ -244,3 +213,45 @@ class SymfonicAgno:
         if run is not None:
             error_type = type(error).__name__[:128] if error is not None else None
             self._book.end_tool(run, call_id, result, error_type)
+
+
+def _guarded_class(
+    base: type[Model],
+    book: RunBook,
+    failed: Callable[[Mapping[str, Any], BaseException], None],
+) -> type[Model]:
+    """``base`` with its four response methods calling ``failed`` as an exception passes."""
+
+    class Guarded(base):  # type: ignore[valid-type,misc]
+        def response(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().response(*args, **kwargs)
+            except BaseException as exc:
+                book.guard("model_error", failed, kwargs, exc)
+                raise
+
+        async def aresponse(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().aresponse(*args, **kwargs)
+            except BaseException as exc:
+                book.guard("model_error", failed, kwargs, exc)
+                raise
+
+        def response_stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            try:
+                yield from super().response_stream(*args, **kwargs)
+            except BaseException as exc:
+                book.guard("model_error", failed, kwargs, exc)
+                raise
+
+        async def aresponse_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            try:
+                async for item in super().aresponse_stream(*args, **kwargs):
+                    yield item
+            except BaseException as exc:
+                book.guard("model_error", failed, kwargs, exc)
+                raise
+
+    Guarded.__name__, Guarded.__qualname__ = base.__name__, base.__qualname__
+    Guarded.__module__ = base.__module__
+    return Guarded

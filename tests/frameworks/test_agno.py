@@ -153,6 +153,18 @@ def test_a_raising_model_is_an_error_run_with_its_type_never_a_bail(
     assert run_span.attributes[semconv.ERROR_TYPE] == "ConnectionError"
 
 
+def test_a_copy_of_the_agent_is_recorded_and_its_failing_model_seen(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """What Agno's servers run per request: ``deep_copy`` keeps the hooks and the model."""
+    copied = agent(_adapter(telemetry), ScriptedModel(fail=True)).deep_copy()
+    with tenant_scope("acme"):
+        assert run(copied).status is RunStatus.error
+    errors = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, errors) == 1
+    assert type(copied.model).__name__ == "ScriptedModel"  # the guard keeps the class's name
+
+
 def test_a_raising_tool_is_a_failed_tool_and_the_run_completes(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
