@@ -26,7 +26,7 @@ import contextvars
 import itertools
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final
 
 from agent_framework import (
@@ -117,7 +117,7 @@ class SymfonicAgentFramework:
 
     def _forced_call(self, run: FrameworkRun, options: object) -> bool:
         """The loop's cap reached: tools turned off after a turn that called tools."""
-        choice = options.get("tool_choice") if isinstance(options, dict) else None
+        choice = options.get("tool_choice") if isinstance(options, Mapping) else None
         return choice == "none" and run.last is not None and run.last.tool_calls > 0
 
     def _model_call(

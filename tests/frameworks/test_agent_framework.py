@@ -102,6 +102,15 @@ def test_max_iterations_is_a_silent_bail_and_the_forced_answer_a_fallback(
     assert nodes.count(semconv.NODE_SYNTHESIZE_FALLBACK) == 1 and len(nodes) == 4
 
 
+def test_max_function_calls_ends_the_same_way(telemetry: InMemoryTelemetry, entry: Any) -> None:
+    client = ScriptedClient(function_invocation_configuration={"max_function_calls": 2})
+    with tenant_scope("acme"):
+        assert entry(agent(_adapter(telemetry), client)).text == "Probably sunny."
+    assert client.tool_choices == ["auto", "auto", "none"]
+    assert bails_of(telemetry, "acme", "tool_calls_with_no_text") == 1
+    assert _fallbacks(telemetry, True) == 1
+
+
 @pytest.mark.parametrize(("max_iterations", "bails"), [(3, 0), (2, 1)])
 def test_an_answer_on_the_last_allowed_call_is_no_bail_and_one_short_is(
     telemetry: InMemoryTelemetry, entry: Any, max_iterations: int, bails: int
