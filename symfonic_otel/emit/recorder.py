@@ -185,8 +185,7 @@ class DeferredRecorder:
         queue = self._queue
         queue.append((first, first_value, attributes, link))
         queue.append((second, second_value, attributes, link))
-        if len(queue) > self._cap:
-            self._apply_one()
+        while len(queue) > self._cap:
             self._apply_one()
 
     def drain(self) -> int:
