@@ -116,6 +116,8 @@ FRAMEWORK_PAGES = {
     "docs/frameworks/crewai.md": "crewai",
     "docs/frameworks/haystack.md": "haystack",
     "docs/frameworks/dspy.md": "dspy",
+    "docs/frameworks/agno.md": "agno",
+    "docs/frameworks/agent-framework.md": "agent-framework",
 }
 # Where install lines are written for a reader: the docs, the README, CONTRIBUTING, and the
 # package's own "needs the extra" messages.

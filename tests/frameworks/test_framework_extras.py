@@ -19,7 +19,8 @@ def test_the_core_never_imports_the_frameworks() -> None:
     done = _python(
         "import sys, symfonic_otel, symfonic_otel.handler, symfonic_otel.langchain\n"
         "print(sorted(m for m in ('agents', 'pydantic_ai', 'llama_index', 'smolagents',\n"
-        "       'google.adk', 'strands', 'crewai', 'haystack', 'dspy') if m in sys.modules))"
+        "       'google.adk', 'strands', 'crewai', 'haystack', 'dspy', 'agno',\n"
+        "       'agent_framework') if m in sys.modules))"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -37,6 +38,12 @@ def test_the_core_never_imports_the_frameworks() -> None:
         ("symfonic_otel.crewai", "crewai", "pip install -e '.[crewai]'"),
         ("symfonic_otel.haystack", "haystack", "pip install -e '.[haystack]'"),
         ("symfonic_otel.dspy", "dspy", "pip install -e '.[dspy]'"),
+        ("symfonic_otel.agno", "agno.agent", "pip install -e '.[agno]'"),
+        (
+            "symfonic_otel.agent_framework",
+            "agent_framework",
+            "pip install -e '.[agent-framework]'",
+        ),
     ],
 )
 def test_a_missing_framework_names_the_extra(module: str, blocked: str, extra: str) -> None:
