@@ -18,6 +18,8 @@ import pytest
 
 PACKAGE: Final = Path(__file__).resolve().parents[2] / "symfonic_otel"
 ADAPTERS: Final = (
+    "agent_framework",
+    "agno",
     "crewai",
     "dspy",
     "google_adk",

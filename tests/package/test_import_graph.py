@@ -43,6 +43,8 @@ ADAPTERS: Final = frozenset(
 # facts, so they sit above it and nothing but the package's public face imports them.
 FRAMEWORK_ADAPTERS: Final = frozenset(
     {
+        "symfonic_otel.agent_framework",
+        "symfonic_otel.agno",
         "symfonic_otel.crewai",
         "symfonic_otel.dspy",
         "symfonic_otel.google_adk",
