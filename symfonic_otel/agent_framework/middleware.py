@@ -58,8 +58,7 @@ Next = Callable[[], Awaitable[None]]
 class SymfonicAgentFramework(BookAdapter):
     """Records every run of the agents given its ``middleware``.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
     adapter_name = _NAME

@@ -54,8 +54,7 @@ def _model_id(agent: object) -> str:
 class SymfonicAgno(BookAdapter):
     """Records every run of the Agno agents it instruments.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
     adapter_name = _NAME

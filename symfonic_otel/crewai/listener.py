@@ -57,8 +57,7 @@ _MAX_SCOPES: Final = 64  # event scopes remembered per run
 class SymfonicListener(BookAdapter):
     """Records every agent execution on CrewAI's event bus; see the module docstring.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
     adapter_name = _NAME

@@ -80,8 +80,7 @@ class _Frame:
 class SymfonicCallback(BookAdapter, BaseCallback):
     """A DSPy callback recording every program run; see the module docstring.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
     adapter_name = _NAME

@@ -38,8 +38,7 @@ _NAME: Final = "SymfonicPlugin"
 class SymfonicPlugin(BookAdapter, BasePlugin):
     """An ADK plugin recording every invocation of the runner it is given to.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
     adapter_name = _NAME

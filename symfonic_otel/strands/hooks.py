@@ -56,8 +56,7 @@ def _query(messages: object) -> str:
 class SymfonicHooks(BookAdapter):
     """A Strands hook provider recording every invocation of the agents it is given to.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
     adapter_name = _NAME
