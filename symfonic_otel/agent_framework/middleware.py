@@ -27,7 +27,7 @@ import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from agent_framework import (
     AgentContext,
@@ -41,9 +41,8 @@ from agent_framework import (
 
 from symfonic_otel import semconv
 from symfonic_otel.agent_framework.read import response_text, turn_of, usage_of
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import FrameworkRun, RunBook, loop_handler, tenant_in
-from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import FrameworkRun, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["SymfonicAgentFramework"]
 
@@ -56,34 +55,19 @@ _CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 Next = Callable[[], Awaitable[None]]
 
 
-class SymfonicAgentFramework:
+class SymfonicAgentFramework(BookAdapter):
     """Records every run of the agents given its ``middleware``.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self._ids = itertools.count(1)
         self._forced: OrderedDict[str, str] = OrderedDict()  # run id -> its forced answer's text
         self.middleware: list[Any] = [_Agent(self), _Chat(self), _Function(self)]
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     def close(self) -> None:
         """End the runs still open as ``abandoned`` (at shutdown)."""

@@ -1,19 +1,21 @@
 """Agno adapter: ``SymfonicAgno``, the run, model and tool hooks of an Agno agent.
 
-``hooks`` (pre/post hooks, the tool hook, the model's error boundary -> the core handler),
+``hooks`` (pre/post hooks, the tool hook, the model's error boundary -> the invocation layer),
 ``read`` (an Agno message's shape and usage). Needs the ``agno`` extra; the core package never
 imports this.
 """
 
 from __future__ import annotations
 
-try:
-    import agno.agent as _agno_agent  # noqa: F401  (fail here, with the extra's name)
-except ImportError as exc:  # pragma: no cover - exercised in an environment without it
-    raise ImportError(
-        "symfonic_otel.agno needs Agno: pip install -e '.[agno]' from a checkout of symfonic-otel"
-    ) from exc
+from symfonic_otel.invocation.extras import require
 
-from symfonic_otel.agno.hooks import SymfonicAgno
+require(
+    "agno.agent",
+    __name__,
+    "Agno",
+    "pip install -e '.[agno]' from a checkout of symfonic-otel",
+)
+
+from symfonic_otel.agno.hooks import SymfonicAgno  # noqa: E402  (after the check)
 
 __all__ = ["SymfonicAgno"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from agno.agent import Agent
 from agno.exceptions import RunCancelledException
@@ -37,9 +37,8 @@ from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
 from symfonic_otel.agno.read import answer_of, run_turns, tool_call_count, turn_of, usage_of
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import FrameworkRun, RunBook, loop_handler, tenant_in
-from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import FrameworkRun, RunBook, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["SymfonicAgno"]
 
@@ -52,33 +51,18 @@ def _model_id(agent: object) -> str:
     return model_id if isinstance(model_id, str) else ""
 
 
-class SymfonicAgno:
+class SymfonicAgno(BookAdapter):
     """Records every run of the Agno agents it instruments.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self._call_ids = itertools.count(1)
         self._guarded: dict[type[Model], type[Model]] = {}  # a model class -> its guarded one
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     def close(self) -> None:
         """End the runs still open as ``abandoned`` (at shutdown)."""

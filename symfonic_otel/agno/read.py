@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from symfonic_otel.framework_runs import Turn
+from symfonic_otel.invocation import Turn
 
 __all__ = ["answer_of", "run_turns", "tool_call_count", "tool_calls_of", "turn_of", "usage_of"]
 

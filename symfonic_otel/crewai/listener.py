@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from crewai.events import crewai_event_bus
 from crewai.events.types.agent_events import (
@@ -43,34 +43,28 @@ from crewai.events.types.tool_usage_events import (
 )
 
 from symfonic_otel import semconv
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.crewai.read import Call, CrewRun, executor_reached_cap, turn_of, usage_of
-from symfonic_otel.framework_runs import RunBook, loop_handler, tenant_in
-from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.crewai.read import executor_reached_cap, turn_of, usage_of
+from symfonic_otel.invocation import Ending, FrameworkRun, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
+from symfonic_otel.invocation.calls import HeldCall
 
 __all__ = ["SymfonicListener"]
 
 _NAME: Final = "SymfonicListener"
+_MAX_SCOPES: Final = 64  # event scopes remembered per run
 
 
-class SymfonicListener:
+class SymfonicListener(BookAdapter):
     """Records every agent execution on CrewAI's event bus; see the module docstring.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
-        self._runs: OrderedDict[str, CrewRun] = OrderedDict()  # by agent execution event id
+    adapter_name = _NAME
+    max_keys = _MAX_SCOPES
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self._tenants: OrderedDict[int, str] = OrderedDict()  # crew -> its kickoff's tenant
         self._handlers: list[tuple[type[Any], Any]] = [
             (CrewKickoffStartedEvent, self._on_kickoff),
@@ -87,19 +81,10 @@ class SymfonicListener:
         for event_type, handler_fn in self._handlers:
             crewai_event_bus.on(event_type)(handler_fn)
 
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
-
     def close(self) -> None:
         """Unregister from the event bus and end the runs still open as ``abandoned``."""
         for event_type, handler_fn in self._handlers:
             crewai_event_bus.off(event_type, handler_fn)
-        self._runs.clear()
         self._book.guard("close", self._book.close_all)
 
     # --- the bus's handlers (async: run in emission order on the bus's loop) ------------------
@@ -139,66 +124,50 @@ class SymfonicListener:
         agent = event.agent
         crew = getattr(agent, "crew", None)
         role = getattr(agent, "role", None)
-        run_id = event.event_id
-        opened = self._book.start(
-            run_id,
+        self._book.start(
+            event.event_id,
             role if isinstance(role, str) else "",
             tenant=self._tenants.get(id(crew)) if crew is not None else None,
             query=event.task_prompt if isinstance(event.task_prompt, str) else "",
+            owner=agent,
+            facts=str(getattr(agent, "id", "")),  # what LLM and tool events name it by
         )
-        if opened is None:
-            return
-        self._runs[run_id] = CrewRun(run_id, str(getattr(agent, "id", "")), agent)
-        while len(self._runs) > self._book.max_open_runs:
-            self._runs.popitem(last=False)
 
     def _end(self, event: Any) -> None:
-        run = self._run_for(getattr(event, "agent", None))
+        agent = getattr(event, "agent", None)
+        run = self._book.runs.newest(lambda run: run.owner is agent)
         if run is None:
             return
-        self._runs.pop(run.run_id, None)
-        capped = run.reached or executor_reached_cap(run.agent)
+        capped = run.capped or executor_reached_cap(run.owner)
         error = isinstance(event, AgentExecutionErrorEvent)
-        self._flush_call(run, fallback=capped)
+        self._book.flush(run, synthesis=capped)
+        output = None if error else getattr(event, "output", None)
+        answer = output if isinstance(output, str) else None
         if capped:
-            output = None if error else getattr(event, "output", None)
-            self._book.end(
-                run.run_id,
-                "capped_raised" if error else "capped",
-                answer=output if isinstance(output, str) else None,
-                error_type=semconv.OTHER_VALUE if error else None,
-            )
-        elif error:
-            self._book.end(run.run_id, "error", error_type=semconv.OTHER_VALUE)
+            ending: Ending = "capped_raised" if error else "capped"
         else:
-            output = getattr(event, "output", None)
-            self._book.end(
-                run.run_id, "answered", answer=output if isinstance(output, str) else None
-            )
+            ending = "error" if error else "answered"
+        self._book.end(run.run_id, ending, answer=answer, error_type=semconv.OTHER_VALUE)
 
-    def _run_for(self, agent: Any) -> CrewRun | None:
-        for run in reversed(self._runs.values()):
-            if run.agent is agent:
-                return run
-        return None
-
-    def _run_of(self, event: Any) -> CrewRun | None:
+    def _run_of(self, event: Any) -> FrameworkRun | None:
         """The run an LLM or tool event belongs to: its agent's, else (an LLM call made without
         its agent, as the forced final answer is) the run its scope was seen in, else the only
         open run."""
         agent_id = getattr(event, "agent_id", None)
         scope = getattr(event, "parent_event_id", None)
+        runs = self._book.runs
         if agent_id:
-            for run in reversed(self._runs.values()):
-                if run.agent_id == agent_id:
-                    if scope:
-                        run.add_scope(scope)
-                    return run
+            run = runs.newest(lambda run: run.facts == agent_id)
+            if run is not None:
+                if scope:
+                    runs.index(run, scope)
+                return run
         if scope:
-            for run in reversed(self._runs.values()):
-                if scope in run.scopes:
-                    return run
-        return next(iter(self._runs.values())) if len(self._runs) == 1 else None
+            found = runs.owner(scope)
+            if found is not None:
+                return found
+        only = runs.values()
+        return only[0] if len(only) == 1 else None
 
     # --- model calls -----------------------------------------------------------------------------
 
@@ -206,65 +175,44 @@ class SymfonicListener:
         run = self._run_of(event)
         if run is None:
             return
-        self._flush_call(run, fallback=False)  # the call before this one was not the last
-        if executor_reached_cap(run.agent):
-            run.reached = True
-        run.started[event.call_id] = time.time_ns()
+        self._book.flush(run, synthesis=False)  # the call before this one was not the last
+        if executor_reached_cap(run.owner):
+            run.capped = True
+        self._book.call_started(run, event.call_id)
 
     def _llm_end(self, event: Any) -> None:
         run = self._run_of(event)
         if run is None:
             return
-        started = run.started.pop(event.call_id, None)
+        started = run.call_starts.pop(event.call_id, None)
         failed = isinstance(event, LLMCallFailedEvent)
         model = event.model if isinstance(event.model, str) else ""
-        run.pending = Call(
-            turn=None if failed else turn_of(getattr(event, "response", None)),
-            model=model,
-            usage={} if failed else usage_of(getattr(event, "usage", None)),
-            started_ns=started,
-            error_type=semconv.OTHER_VALUE if failed else None,
-            ended_ns=time.time_ns(),
-        )
-
-    def _flush_call(self, run: CrewRun, *, fallback: bool) -> None:
-        """Record the run's last completed call, as the forced final answer when ``fallback``."""
-        call, run.pending = run.pending, None
-        state = self._book.get(run.run_id)
-        if call is None or state is None:
-            return
-        self._book.model_call(
-            state,
-            call.turn,
-            model=call.model,
-            usage=call.usage,
-            started_ns=call.started_ns,
-            ended_ns=call.ended_ns,
-            error_type=call.error_type,
-            node=semconv.NODE_SYNTHESIZE_FALLBACK if fallback else "",
+        self._book.hold(
+            run,
+            HeldCall(
+                None if failed else turn_of(getattr(event, "response", None)),
+                {
+                    "model": model,
+                    "usage": {} if failed else usage_of(getattr(event, "usage", None)),
+                    "started_ns": started,
+                    "error_type": semconv.OTHER_VALUE if failed else None,
+                    "ended_ns": time.time_ns(),
+                },
+            ),
         )
 
     # --- tools ------------------------------------------------------------------------------
 
     def _tool_start(self, event: ToolUsageStartedEvent) -> None:
         run = self._run_of(event)
-        state = self._book.get(run.run_id) if run is not None else None
-        if run is None or state is None:
-            return
-        run.tool_seq += 1
-        call_id = f"{event.tool_name}#{run.tool_seq}"
-        run.open_tools.setdefault(event.tool_name, []).append(call_id)
-        self._book.start_tool(state, event.tool_name, call_id, event.tool_args)
+        if run is not None:
+            call_id = self._book.tools.named_id(run, event.tool_name)
+            self._book.start_tool(run, event.tool_name, call_id, event.tool_args)
 
     def _tool_end(self, event: Any) -> None:
         run = self._run_of(event)
-        state = self._book.get(run.run_id) if run is not None else None
-        if run is None or state is None:
+        if run is None:
             return
-        waiting = run.open_tools.get(event.tool_name) or []
-        if not waiting:
-            return
-        call_id = waiting.pop(0)
         failed = isinstance(event, ToolUsageErrorEvent) or getattr(event, "failure", None)
-        error = "ToolError" if failed else None
-        self._book.end_tool(state, call_id, getattr(event, "output", None), error)
+        output = getattr(event, "output", None)
+        self._book.tools.end_named(run, event.tool_name, output, "ToolError" if failed else None)

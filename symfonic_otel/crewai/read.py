@@ -1,4 +1,4 @@
-"""What the CrewAI listener keeps per agent execution, and its readers of CrewAI's objects.
+"""The CrewAI listener's readers of CrewAI's objects: the executor's state, a response, usage.
 
 The step cap is read from the agent's executor: ``iterations`` (the executor's count) reaching
 ``max_iter`` is the state in which CrewAI forces a final answer. Readers never raise.
@@ -7,50 +7,17 @@ The step cap is read from the agent's executor: ``iterations`` (the executor's c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
 
-from symfonic_otel.framework_runs import Turn
+from symfonic_otel.invocation import Turn
 
-__all__ = ["Call", "CrewRun", "executor_reached_cap", "turn_of", "usage_of"]
+__all__ = ["executor_reached_cap", "turn_of", "usage_of"]
 
-_MAX_SCOPES: Final = 64
 # Usage keys of CrewAI's providers (OpenAI-style first, then Anthropic-style).
 _USAGE_KEYS: Final = (
     ("input_tokens", ("prompt_tokens", "input_tokens")),
     ("output_tokens", ("completion_tokens", "output_tokens")),
 )
-
-
-@dataclass(slots=True)
-class Call:
-    """A completed LLM call, held until the next one starts or the run ends."""
-
-    turn: Turn | None
-    model: str
-    usage: dict[str, int]
-    started_ns: int | None
-    error_type: str | None
-    ended_ns: int | None = None
-
-
-@dataclass(slots=True)
-class CrewRun:
-    """One agent execution: its agent, the event scopes seen in it, its open tools."""
-
-    run_id: str
-    agent_id: str
-    agent: Any
-    reached: bool = False
-    pending: Call | None = None
-    started: dict[str, int] = field(default_factory=dict)
-    scopes: set[str] = field(default_factory=set)
-    open_tools: dict[str, list[str]] = field(default_factory=dict)
-    tool_seq: int = 0
-
-    def add_scope(self, scope: str) -> None:
-        if len(self.scopes) < _MAX_SCOPES:
-            self.scopes.add(scope)
 
 
 def executor_reached_cap(agent: Any) -> bool:

@@ -26,17 +26,16 @@ import itertools
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 import dspy
 from dspy.utils.callback import BaseCallback
 from dspy.utils.callback_context import ACTIVE_CALL_ID
 
 from symfonic_otel import semconv
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.dspy.read import answer_of, call_kwargs, lm_turn, lm_usage
-from symfonic_otel.framework_runs import Ending, FrameworkRun, RunBook, Turn, loop_handler
-from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import Ending, FrameworkRun, Turn
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["SymfonicCallback"]
 
@@ -78,33 +77,18 @@ class _Frame:
     messages: Any = None
 
 
-class SymfonicCallback(BaseCallback):
+class SymfonicCallback(BookAdapter, BaseCallback):
     """A DSPy callback recording every program run; see the module docstring.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self._frames: OrderedDict[str, _Frame] = OrderedDict()
         self._ids = itertools.count(1)
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     # --- DSPy's callbacks ----------------------------------------------------------------------
 

@@ -19,50 +19,33 @@ The tenant is the ``tenant_scope`` around the run, else ``RunConfig(custom_metad
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import RunBook, loop_handler, tenant_in
 from symfonic_otel.google_adk.read import content_text, turn_of, usage_of
-from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["SymfonicPlugin"]
 
 _NAME: Final = "SymfonicPlugin"
 
 
-class SymfonicPlugin(BasePlugin):
+class SymfonicPlugin(BookAdapter, BasePlugin):
     """An ADK plugin recording every invocation of the runner it is given to.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        name: str = "symfonic_otel",
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        super().__init__(name)
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
 
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
+    def __init__(self, *, name: str = "symfonic_otel", **options: Unpack[BookOptions]) -> None:
+        BasePlugin.__init__(self, name)
+        BookAdapter.__init__(self, **options)
 
     # --- the invocation ------------------------------------------------------------------------
 

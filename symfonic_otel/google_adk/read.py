@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Final
 
-from symfonic_otel.framework_runs import Turn
+from symfonic_otel.invocation import Turn
 
 __all__ = ["content_text", "finish_reason", "turn_of", "usage_of"]
 

@@ -29,15 +29,14 @@ import contextvars
 import itertools
 import time
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from haystack.tracing.tracer import Span, Tracer, enable_tracing
 from haystack.tracing.tracer import tracer as haystack_tracer
 
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import FrameworkRun, RunBook, Turn, loop_handler
-from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.haystack.read import answer_of, model_of, turn_of, usage_of
+from symfonic_otel.invocation import FrameworkRun, Turn
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["SymfonicTracer"]
 
@@ -105,7 +104,7 @@ class _Span(Span):
         return data
 
 
-class SymfonicTracer(Tracer):
+class SymfonicTracer(BookAdapter, Tracer):
     """A Haystack tracer recording every Agent run; see the module docstring.
 
     ``inner`` is the tracer every span is handed on to (``install()`` takes the one installed
@@ -113,27 +112,12 @@ class SymfonicTracer(Tracer):
     the global providers is built.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        inner: Tracer | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, *, inner: Tracer | None = None, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self.inner: Tracer = inner if inner is not None else haystack_tracer.actual_tracer
         self._ids = itertools.count(1)
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     def install(self) -> SymfonicTracer:
         """Make this Haystack's tracer, handing spans on to the one installed before."""

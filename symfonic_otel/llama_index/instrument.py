@@ -20,9 +20,8 @@ and never reaches the agent.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from llama_index.core.agent.workflow import AgentWorkflow, BaseWorkflowAgent
@@ -39,26 +38,19 @@ from workflows.errors import WorkflowRuntimeError
 
 from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.core.run_end import AdapterRunEnd
-from symfonic_otel.events import AgentStartEvent, LLMEndEvent, TerminationReason
-from symfonic_otel.framework_runs import loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import Ending, FrameworkRun, RunBook, loop_handler, positive
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.llama_index import reading
 from symfonic_otel.llama_index.hooks import Events, Spans
-from symfonic_otel.llama_index.runs import Call, LlamaRun, RunIndex
+from symfonic_otel.llama_index.steps import Call, Steps
 from symfonic_otel.read.content import json_text
-from symfonic_otel.read.turns import bail_event, captured
 
 __all__ = ["SymfonicLlamaIndex"]
 
+_NAME: Final = "SymfonicLlamaIndex"
 _TENANT_TAG: Final = "tenant_id"
 _AGENTS: Final = (BaseWorkflowAgent, AgentWorkflow)
-
-
-def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"SymfonicLlamaIndex: {name} must be a positive int, got {value!r}")
-    return value
 
 
 def _agent_name(workflow: object) -> str:
@@ -69,7 +61,23 @@ def _agent_name(workflow: object) -> str:
     return ""
 
 
-class SymfonicLlamaIndex:
+def _steps(run: FrameworkRun) -> Steps:
+    facts = run.facts
+    assert isinstance(facts, Steps)  # set at the run's start
+    return facts
+
+
+def _ancestors(run: FrameworkRun, span_id: str) -> list[str]:
+    """The indexed spans above ``span_id`` in ``run``, innermost first."""
+    found: list[str] = []
+    parent = (run.spans.get(span_id) or ("", ""))[1]
+    while parent in run.spans and len(found) < len(run.spans):
+        found.append(parent)
+        parent = run.spans[parent][1]
+    return found
+
+
+class SymfonicLlamaIndex(BookAdapter):
     """Records LlamaIndex agent runs, model calls, tools and step caps; see the module docstring.
 
     ``handler`` shares an ``OTelCallbackHandler`` (say, with a LangChain adapter); by default one
@@ -86,22 +94,22 @@ class SymfonicLlamaIndex:
         loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
         runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
     ) -> None:
-        if handler is not None and not isinstance(handler, OTelCallbackHandler):
-            raise TypeError(
-                "SymfonicLlamaIndex: handler must be an OTelCallbackHandler, "
-                f"got {type(handler).__name__}"
-            )
-        self.core = loop_handler("SymfonicLlamaIndex", handler, loop_threshold, runaway_calls)
-        self._index = RunIndex(
-            _positive("max_runs", max_runs), _positive("max_spans_per_run", max_spans_per_run)
+        core = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
+        self._book = RunBook(
+            core,
+            _NAME,
+            positive(_NAME, "max_runs", max_runs),
+            max_keys=positive(_NAME, "max_spans_per_run", max_spans_per_run),
+            evicted="run_evicted",
+            unfinished_tool_error=semconv.OTHER_VALUE,
+            prefix="llama_index",
         )
+        self.guard = self._book.guard
         self._spans = Spans()
         self._spans._owner = self
         self._events = Events()
         self._events._owner = self
         self._dispatcher: Dispatcher | None = None
-        # Hooks come from worker threads too (sync steps, parallel tools): one at a time.
-        self._lock = threading.RLock()
 
     # --- installation -------------------------------------------------------------------------
 
@@ -120,14 +128,7 @@ class SymfonicLlamaIndex:
         if target is not None:
             target.span_handlers = [h for h in target.span_handlers if h is not self._spans]
             target.event_handlers = [h for h in target.event_handlers if h is not self._events]
-        with self._lock:
-            runs = self._index.drain()
-        for run in runs:
-            self.guard("abandon", self._abandon, run)
-
-    @property
-    def open_runs(self) -> int:
-        return len(self._index)
+        self.guard("abandon", self._book.close_all)
 
     # --- spans ----------------------------------------------------------------------------------
 
@@ -137,39 +138,54 @@ class SymfonicLlamaIndex:
         if isinstance(instance, _AGENTS) and "start_event" in bound.arguments:
             self._start(span_id, bound.arguments.get("start_event"), instance, parent_id, tags)
             return
-        run = self._index.owner(parent_id)
+        runs = self._book.runs
+        run = runs.owner(parent_id)
         if run is None or parent_id is None:
             return
-        step = self._index.index(run, span_id, parent_id)
-        if step != span_id:
+        step = span_id if parent_id == run.run_id else (run.spans.get(parent_id) or (None,))[0]
+        if step is None or not runs.index(run, span_id, (step, parent_id)) or step != span_id:
             return  # not a step of the run (a model call, a tool's own span...)
         event = bound.arguments.get("ev")
         if isinstance(event, AgentOutput):
-            run.parses += 1
+            steps = _steps(run)
+            steps.parses += 1
             run.last = reading.step_turn(event)
-            if run.parses >= run.budget:  # LlamaIndex's own test: num_iterations >= max
-                run.cap_step = span_id
+            if steps.parses >= steps.budget:  # LlamaIndex's own test: num_iterations >= max
+                steps.cap_step = span_id
         elif isinstance(event, ToolCall) and not isinstance(event, ToolCallResult):
-            self._open_tool(run, span_id, event)
+            tool_id = event.tool_id if isinstance(event.tool_id, str) else ""
+            self._book.tools.start(
+                run,
+                event.tool_name if isinstance(event.tool_name, str) else "",
+                tool_id,
+                event.tool_kwargs,
+                key=span_id,
+            )
 
     def exit(self, span_id: str, result: object, error: BaseException | None) -> None:
-        run = self._index.get(span_id)
+        run = self._book.get(span_id)
         if run is not None:
-            self._index.pop(span_id)
             self._end(run, result, error)
             return
-        run = self._index.owner(span_id)
+        run = self._book.runs.owner(span_id)
         if run is None:
             return
-        tool = run.tools.pop(span_id, None)
-        if tool is not None:
-            self._close_tool(tool, result, error)
-        if span_id in run.pending:
+        if span_id in run.tools:
+            output = getattr(result, "tool_output", None)
+            failed = error is not None or getattr(output, "is_error", False) is True
+            error_type = type(error).__name__ if error is not None else semconv.TOOL_ERROR_TYPE
+            content = getattr(output, "content", "")
+            self._book.tools.end(
+                run, span_id, content, error_type if failed else None,
+                capture_result=output is not None,
+            )  # fmt: skip
+        steps = _steps(run)
+        if span_id in steps.pending:
             if error is None:  # a streamed call's span ends when its stream is returned
-                run.streamed.add(span_id)
+                steps.streamed.add(span_id)
                 return
-            self._record_call(run, run.pending.pop(span_id), None, type(error).__name__)
-        self._index.release(run, span_id)
+            self._record_call(run, steps.pending.pop(span_id), None, type(error).__name__)
+        self._book.runs.release(span_id)
 
     def _start(
         self,
@@ -179,76 +195,42 @@ class SymfonicLlamaIndex:
         parent_id: str | None,
         tags: object,
     ) -> None:
-        run = LlamaRun(span_id, reading.budget_of(start_event), _agent_name(workflow))
-        for old in self._index.add(run):
-            self.core.adapter_failed("llama_index.run_evicted")
-            self._abandon(old)
         attributes: dict[str, AttributeValue] = {}
-        if run.agent:
-            attributes[semconv.GEN_AI_AGENT_NAME] = run.agent
-        outer = self._index.owner(parent_id)
+        outer = self._book.runs.owner(parent_id)
         if outer is not None:  # an agent run inside another's tool
-            attributes[semconv.RUN_PARENT_ID] = outer.key
+            attributes[semconv.RUN_PARENT_ID] = outer.run_id
         if not isinstance(tags, Mapping):  # the run span is entered with the tags in context
             tags = active_instrument_tags.get()
         tenant = tags.get(_TENANT_TAG) if isinstance(tags, Mapping) else None
-        query = ""
-        if self.core.capture_content:
-            message = getattr(start_event, "get", lambda *_: None)("user_msg", None)
-            query = message if isinstance(message, str) else getattr(message, "content", "") or ""
-        self.core.agent_start(
-            AgentStartEvent(query=query, run_id=span_id),
-            tenant_id=tenant if isinstance(tenant, str) else None,
+        message = getattr(start_event, "get", lambda *_: None)("user_msg", None)
+        query = message if isinstance(message, str) else getattr(message, "content", "") or ""
+        self._book.start(
+            span_id,
+            _agent_name(workflow),
+            tenant=tenant if isinstance(tenant, str) else None,
+            query=query if isinstance(query, str) else "",
             attributes=attributes,
+            facts=Steps(reading.budget_of(start_event)),
         )
 
-    def _end(self, run: LlamaRun, result: object, error: BaseException | None) -> None:
-        for tool in run.tools.values():
-            self.core.end_tool(tool, error_type=semconv.OTHER_VALUE)
-        run.tools.clear()
+    def _end(self, run: FrameworkRun, result: object, error: BaseException | None) -> None:
         output = getattr(result, "result", None)
         text = reading.step_turn(output).text if isinstance(output, AgentOutput) else ""
         if error is None and output is not None and not isinstance(output, AgentOutput):
             text = output if isinstance(output, str) else json_text(output)[0]
         # force raises; generate makes the fallback call (which may raise in turn)
-        capped = run.cap_step is not None and (
+        capped = _steps(run).cap_step is not None and (
             isinstance(error, WorkflowRuntimeError) or run.fallbacks > 0
         )
-        answered = bool(text.strip())
+        ending: Ending
         if error is not None:
-            outcome, stop, error_type = "error", semconv.STOP_REASON_ERROR, type(error).__name__
+            ending = "capped_raised" if capped else "error"
         elif result is None:  # the user cancelled the workflow: it exits with no result
-            outcome, stop, error_type = "cancelled", semconv.STOP_REASON_INTERRUPTED, None
+            ending = "cancelled"
         else:
-            outcome, stop, error_type = "completed", "end_turn", None
-        bail: TerminationReason | None = None
-        if capped:
-            stop, bail = semconv.STOP_REASON_RECURSION_LIMIT, "tool_calls_with_no_text"
-        elif outcome == "completed" and not answered:
-            last = run.last
-            bail = (
-                "tool_calls_with_no_text"
-                if last and last.tool_calls
-                else "no_content_no_tool_calls"
-            )
-        if bail is not None:
-            self.core.react_loop_end(bail_event(run.key, run.parses - 1, run.last, bail))
-        self.core.agent_end(
-            AdapterRunEnd(
-                run_id=run.key,
-                outcome=outcome,  # type: ignore[arg-type]
-                final_response=text if self.core.capture_content and answered else None,
-                stop_reason=stop,
-                error_type=error_type,
-            ),
-            error_type=error_type,
-            answered=answered if outcome == "completed" else None,
-        )
-
-    def _abandon(self, run: LlamaRun) -> None:
-        for tool in run.tools.values():
-            self.core.end_tool(tool, error_type=semconv.OTHER_VALUE)
-        self.core.agent_end(AdapterRunEnd(run_id=run.key, outcome="abandoned"))
+            ending = "capped" if capped else "answered"
+        error_type = type(error).__name__ if error is not None else None
+        self._book.end(run.run_id, ending, answer=text, error_type=error_type)
 
     # --- events: model calls --------------------------------------------------------------------
 
@@ -256,97 +238,42 @@ class SymfonicLlamaIndex:
         if not isinstance(event, LLMChatStartEvent | LLMChatInProgressEvent | LLMChatEndEvent):
             return
         span_id = event.span_id
-        run = self._index.owner(span_id)
+        run = self._book.runs.owner(span_id)
         if run is None or span_id is None:
             return
+        steps = _steps(run)
         if isinstance(event, LLMChatStartEvent):
             model = reading.model_of(event.model_dict)
-            if any(outer in run.pending for outer in self._index.ancestors(run, span_id)):
+            if any(outer in steps.pending for outer in _ancestors(run, span_id)):
                 return  # a chat method calling another (``achat`` -> ``chat``): one call
-            step = run.spans.get(span_id, (None, ""))[0]
-            fallback = step is not None and step == run.cap_step
-            run.pending[span_id] = Call(
-                time.time_ns(),
-                time.monotonic(),
-                model,
-                fallback,
-            )
+            step = (run.spans.get(span_id) or (None,))[0]
+            fallback = step is not None and step == steps.cap_step
+            steps.pending[span_id] = Call(time.time_ns(), time.monotonic(), model, fallback)
             return
-        call = run.pending.get(span_id)
+        call = steps.pending.get(span_id)
         if call is None:
             return
         if isinstance(event, LLMChatInProgressEvent):
             if call.first_chunk_s is None:
                 call.first_chunk_s = max(time.monotonic() - call.start_monotonic, 0.0)
             return
-        del run.pending[span_id]
+        del steps.pending[span_id]
         self._record_call(run, call, event.response, None)
-        if span_id in run.streamed:  # its span ended before the stream did: forget it now
-            run.streamed.discard(span_id)
-            self._index.release(run, span_id)
+        if span_id in steps.streamed:  # its span ended before the stream did: forget it now
+            steps.streamed.discard(span_id)
+            self._book.runs.release(span_id)
 
     def _record_call(
-        self, run: LlamaRun, call: Call, response: object, error_type: str | None
+        self, run: FrameworkRun, call: Call, response: object, error_type: str | None
     ) -> None:
-        turn = reading.response_turn(response) if response is not None else None
-        if call.fallback:
-            run.fallbacks += 1
-        self.core.llm_end(
-            LLMEndEvent(
-                model=call.model,
-                output=turn.text if turn is not None else "",  # the core gates it on capture
-                usage=reading.usage_of(response) if response is not None else {},
-                run_id=run.key,
-                node_name=semconv.NODE_SYNTHESIZE_FALLBACK if call.fallback else "",
-                iteration_index=run.calls,
-                outcome="error" if error_type is not None else "completed",
-                error_type=error_type,
-            ),
-            start_time_ns=call.start_ns,
-            end_time_ns=time.time_ns(),
+        self._book.model_call(
+            run,
+            reading.response_turn(response) if response is not None else None,
+            model=call.model,
+            usage=reading.usage_of(response) if response is not None else {},
+            started_ns=call.start_ns,
             error_type=error_type,
-            time_to_first_chunk_s=call.first_chunk_s,
+            node=semconv.NODE_SYNTHESIZE_FALLBACK if call.fallback else "",
+            first_chunk_s=call.first_chunk_s,
             attributes={semconv.GEN_AI_AGENT_NAME: run.agent} if run.agent else None,
         )
-        run.calls += 1
-
-    # --- tools ----------------------------------------------------------------------------------
-
-    def _open_tool(self, run: LlamaRun, span_id: str, event: ToolCall) -> None:
-        attributes: dict[str, AttributeValue] = {}
-        if self.core.capture_content:
-            attributes.update(captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, event.tool_kwargs))
-        span = self.core.start_tool(
-            run.key,
-            event.tool_name if isinstance(event.tool_name, str) else "",
-            call_id=event.tool_id if isinstance(event.tool_id, str) and event.tool_id else None,
-            attributes=attributes,
-            arguments=event.tool_kwargs,
-        )
-        if span is not None:
-            run.tools[span_id] = span
-
-    def _close_tool(self, span: Any, result: object, error: BaseException | None) -> None:
-        output = getattr(result, "tool_output", None)
-        failed = error is not None or getattr(output, "is_error", False) is True
-        attributes: dict[str, AttributeValue] = {}
-        if self.core.capture_content and not failed and output is not None:
-            attributes.update(
-                captured(semconv.GEN_AI_TOOL_CALL_RESULT, getattr(output, "content", ""))
-            )
-        self.core.end_tool(
-            span,
-            error_type=(type(error).__name__ if error is not None else semconv.TOOL_ERROR_TYPE)
-            if failed
-            else None,
-            attributes=attributes,
-        )
-
-    # --- internals ------------------------------------------------------------------------------
-
-    def guard(self, kind: str, work: Callable[..., None], *args: Any) -> None:
-        try:
-            with self._lock:
-                work(*args)
-        except Exception as exc:  # never into the agent
-            self.core.adapter_failed(f"llama_index.{kind}", exc)

@@ -11,7 +11,7 @@ from typing import Any, Final
 from llama_index.core.agent.workflow.base_agent import DEFAULT_MAX_ITERATIONS
 from llama_index.core.base.llms.types import ToolCallBlock
 
-from symfonic_otel.read.turns import Turn
+from symfonic_otel.invocation import Turn
 
 __all__ = ["budget_of", "model_of", "response_turn", "step_turn", "usage_of"]
 
@@ -35,14 +35,14 @@ def response_turn(response: Any) -> Turn:
     extra = getattr(message, "additional_kwargs", None)
     if not calls and isinstance(extra, dict) and isinstance(extra.get("tool_calls"), list):
         calls = len(extra["tool_calls"])
-    return Turn(_text(message), calls)
+    return Turn.read(_text(message), calls)
 
 
 def step_turn(output: Any) -> Turn:
     """An ``AgentOutput``: the turn as the agent parsed it (a ReAct agent's tool calls come
     from the text, so the response's own blocks do not show them)."""
     calls = getattr(output, "tool_calls", None)
-    return Turn(
+    return Turn.read(
         _text(getattr(output, "response", None)), len(calls) if isinstance(calls, list) else 0
     )
 

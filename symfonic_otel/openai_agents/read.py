@@ -10,13 +10,12 @@ run (``max_turns`` for the turn budget, ``guardrail`` for a tripwire), never the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from symfonic_otel.events import ContentType
+from symfonic_otel.invocation import Turn
 from symfonic_otel.read.sanitise import parse_utc_ns
 
-__all__ = ["RunError", "Shape", "model_name", "output_shape", "run_error", "time_ns", "usage"]
+__all__ = ["RunError", "model_name", "output_shape", "run_error", "time_ns", "usage"]
 
 RunError = Literal["max_turns", "guardrail", "error"]
 
@@ -25,24 +24,6 @@ _MAX_ITEMS: Final = 256
 _MAX_TEXT_CHARS: Final = 65_536
 # Item types of a model's own tool requests (function, hosted and computer tools, handoffs).
 _TOOL_ITEM_SUFFIX: Final = "_call"
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """What one model turn returned: its text (bounded) and how many tools it asked for."""
-
-    text: str
-    tool_calls: int
-    has_text_part: bool
-    finish_reason: str | None = None
-
-    @property
-    def content_type(self) -> ContentType:
-        return "str" if self.has_text_part else "NoneType"
-
-    @property
-    def blank(self) -> bool:
-        return not self.text.strip()
 
 
 def _get(item: object, name: str) -> Any:
@@ -102,12 +83,12 @@ class _Reader:
         if isinstance(reason, str):
             self.finish = reason
 
-    def shape(self) -> Shape:
+    def shape(self) -> Turn:
         finish = self.finish or ("tool_calls" if self.tool_calls else "stop")
-        return Shape("".join(self.parts), self.tool_calls, self.has_text, finish)
+        return Turn("".join(self.parts), self.tool_calls, self.has_text, finish)
 
 
-def output_shape(output: object, response: object = None) -> Shape | None:
+def output_shape(output: object, response: object = None) -> Turn | None:
     """The shape of a generation's ``output`` or a response span's ``response``; None when
     neither was recorded (the SDK leaves them out without ``trace_include_sensitive_data``)."""
     reader = _Reader()

@@ -13,24 +13,27 @@ synthesis fallback (node ``react_synthesize_fallback``), recovered when that cal
 message (smolagents' models report its token usage; a failed call leaves none) with text. The
 run returns normally; it is a silent bail with stop reason ``recursion_limit``.
 
+A model call that raised is read from the step smolagents records on its way out: an
+``ActionStep`` with neither a model output nor an error (smolagents re-raises the model's
+failure as ``AgentGenerationError``, whose type the run's ``error.type`` names). The run ends as
+``error`` there (``cancelled`` when it was interrupted, or its stream closed by its caller); the
+exception reaches the caller unchanged.
+
 The tenant is the ``tenant_scope`` around the run. Every callback is guarded: a failure is
-counted in the handler's dropped events and never reaches the agent. A run that raises never
-reaches its ``FinalAnswerStep``: it is ended as abandoned when the agent starts its next run,
-at ``close()``, or at the handler's run TTL.
+counted in the handler's dropped events and never reaches the agent. A run left open otherwise
+(callbacks detached mid-run) is ended as abandoned at the agent's next run, at ``close()``, or
+at the handler's run TTL.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+import asyncio
+import sys
 import uuid
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from opentelemetry.util.types import AttributeValue
 from smolagents.memory import (  # type: ignore[import-untyped]  # smolagents ships no types
     ActionStep,
     FinalAnswerStep,
@@ -40,36 +43,19 @@ from smolagents.memory import (  # type: ignore[import-untyped]  # smolagents sh
 
 from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.core.run_end import AdapterRunEnd
-from symfonic_otel.events import AgentStartEvent, LLMEndEvent, TerminationReason
-from symfonic_otel.framework_runs import loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import FrameworkRun, RunBook, answered, loop_handler, positive
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.read.content import json_text
-from symfonic_otel.read.turns import Turn, bail_event, captured
 from symfonic_otel.smolagents import steps
 
 __all__ = ["SymfonicSmolagents"]
 
-
-@dataclass(slots=True)
-class _Run:
-    run_id: str
-    agent: weakref.ReferenceType[Any]
-    label: str
-    calls: int = 0
-    last_step: int = 0
-    last: Turn | None = None
-    capped: bool = False
-    recovered: bool = False
+_NAME: Final = "SymfonicSmolagents"
+_LEFT: Final = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
 
 
-def _answered(output: object) -> bool:
-    if isinstance(output, str):
-        return bool(output.strip())
-    return output is not None
-
-
-class SymfonicSmolagents:
+class SymfonicSmolagents(BookAdapter):
     """Records smolagents runs; see the module docstring.
 
     ``handler`` shares an ``OTelCallbackHandler``; by default one on the global providers is
@@ -84,20 +70,9 @@ class SymfonicSmolagents:
         loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
         runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
     ):
-        if handler is not None and not isinstance(handler, OTelCallbackHandler):
-            raise TypeError(
-                "SymfonicSmolagents: handler must be an OTelCallbackHandler, "
-                f"got {type(handler).__name__}"
-            )
-        if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
-            raise ValueError(
-                f"SymfonicSmolagents: max_runs must be a positive int, got {max_runs!r}"
-            )
-        self.core = loop_handler("SymfonicSmolagents", handler, loop_threshold, runaway_calls)
-        self._max_runs = max_runs
-        self._runs: OrderedDict[int, _Run] = OrderedDict()  # by id(agent), checked by weakref
-        # Hooks come from worker threads too (sync steps, parallel tools): one at a time.
-        self._lock = threading.RLock()
+        core = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
+        max_runs = positive(_NAME, "max_runs", max_runs)
+        self._book = RunBook(core, _NAME, max_runs, evicted="run_evicted", prefix="smolagents")
 
     # --- installation -------------------------------------------------------------------------
 
@@ -116,156 +91,111 @@ class SymfonicSmolagents:
         return agent
 
     def close(self) -> int:
-        """End the runs still open (their agent raised) as abandoned; returns how many."""
-        with self._lock:
-            runs = list(self._runs.values())
-            self._runs.clear()
-        for run in runs:
-            self._guard("abandon", self._abandon, run)
-        return len(runs)
-
-    @property
-    def open_runs(self) -> int:
-        return len(self._runs)
+        """End the runs still open (left mid-run) as abandoned; returns how many."""
+        count = self._book.open_runs
+        self._book.guard("abandon", self._book.close_all)
+        return count
 
     # --- callbacks ------------------------------------------------------------------------------
 
     def _on_step(self, memory_step: Any, agent: Any = None) -> None:
-        self._guard("step", self._step, memory_step, agent)
+        self._book.guard("step", self._step, memory_step, agent)
 
     def _on_final(self, memory_step: Any, agent: Any = None) -> None:
-        self._guard("final_answer", self._final, memory_step, agent)
+        self._book.guard("final_answer", self._final, memory_step, agent)
 
     def _step(self, step: Any, agent: Any) -> None:
         run = self._run_of(agent, step)
-        turn = steps.turn_of(step)
         timing = getattr(step, "timing", None)
         start_ns = steps.seconds_ns(getattr(timing, "start_time", None))
         end_ns = steps.seconds_ns(getattr(timing, "end_time", None))
+        model = getattr(getattr(agent, "model", None), "model_id", None)
+        model = model if isinstance(model, str) else ""
+        label = {semconv.GEN_AI_AGENT_NAME: run.agent} if run.agent else None
+        if steps.model_raised(step):  # on its way out: the caller gets the exception
+            error = sys.exc_info()[1]
+            if isinstance(error, _LEFT):  # interrupted, or a stream its caller stopped reading
+                self._book.end(run.run_id, "cancelled")
+                return
+            error_type = type(error).__name__ if error is not None else semconv.OTHER_VALUE
+            self._book.model_call(
+                run, None, model=model, started_ns=start_ns, ended_ns=end_ns,
+                error_type=error_type, attributes=label,
+            )  # fmt: skip
+            self._book.end(run.run_id, "error", error_type=error_type)
+            return
         cap = steps.is_cap_step(step)
         if cap:
             run.capped = True
-            self._bail(run, "tool_calls_with_no_text")  # the bail, then its recovery call
         usage = steps.usage_of(step)
         failed = cap and usage is None  # smolagents answered for a forced call that raised
-        if cap:
-            run.recovered = not failed and bool(turn.text.strip())
-        model = getattr(getattr(agent, "model", None), "model_id", None)
         if cap or getattr(step, "model_output_message", None) is not None:
-            self.core.llm_end(
-                LLMEndEvent(
-                    model=model if isinstance(model, str) else "",
-                    output=turn.text,  # the core gates it on capture
-                    usage=usage or {},
-                    run_id=run.run_id,
-                    node_name=semconv.NODE_SYNTHESIZE_FALLBACK if cap else "",
-                    iteration_index=run.calls,
-                    outcome="error" if failed else "completed",
-                ),
-                start_time_ns=start_ns,
-                end_time_ns=end_ns,
+            self._book.model_call(
+                run,
+                steps.turn_of(step),
+                model=model,
+                usage=usage or {},
+                started_ns=start_ns,
+                ended_ns=end_ns,
                 error_type=semconv.OTHER_VALUE if failed else None,
-                attributes={semconv.GEN_AI_AGENT_NAME: run.label} if run.label else None,
+                node=semconv.NODE_SYNTHESIZE_FALLBACK if cap else "",
+                attributes=label,
             )
-            run.calls += 1
         if isinstance(step, ActionStep) and not cap:
-            run.last = turn
             self._tools(run, step, start_ns, end_ns)
 
-    def _tools(self, run: _Run, step: Any, start_ns: int | None, end_ns: int | None) -> None:
+    def _tools(
+        self, run: FrameworkRun, step: Any, start_ns: int | None, end_ns: int | None
+    ) -> None:
         """One span per tool call of the step, timed by the step (smolagents records no more).
 
         A step that failed marks each of its calls ``error.type`` (which of parallel calls
         raised is not recorded); its calls are then read from the model's output.
         """
         failed = getattr(step, "error", None) is not None
+        error = semconv.TOOL_ERROR_TYPE if failed else None
         for call in steps.calls_of(step):
-            attributes: dict[str, AttributeValue] = {}
-            if self.core.capture_content:
-                attributes.update(captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments))
-            span = self.core.start_tool(
-                run.run_id,
-                call.name,
-                call_id=call.call_id,
-                start_time_ns=start_ns,
-                attributes=attributes,
-                arguments=call.arguments,
-            )
-            self.core.end_tool(
-                span, error_type=semconv.TOOL_ERROR_TYPE if failed else None, end_time_ns=end_ns
-            )
+            call_id = call.call_id or ""
+            self._book.tools.start(run, call.name, call_id, call.arguments, start_ns=start_ns)
+            self._book.tools.end(run, call_id, None, error, end_ns=end_ns, capture_result=False)
 
     def _final(self, step: Any, agent: Any) -> None:
-        run = self._runs.pop(id(agent), None)
-        if run is None or run.agent() is not agent:
+        run = self._book.bound(id(agent))
+        if run is None or run.owner() is not agent:
             return  # a final answer with no step seen (the callbacks were attached mid-run)
         output = getattr(step, "output", None)
-        answered = run.recovered if run.capped else _answered(output)
-        if not run.capped and not answered:
-            last = run.last
-            self._bail(
-                run,
-                "tool_calls_with_no_text"
-                if last is not None and last.tool_calls
-                else "no_content_no_tool_calls",
-            )
-        final = None
-        if self.core.capture_content and answered:
-            final = output if isinstance(output, str) else json_text(output)[0]
-        stop = semconv.STOP_REASON_RECURSION_LIMIT if run.capped else "end_turn"
-        self.core.agent_end(
-            AdapterRunEnd(run.run_id, "completed", final, stop_reason=stop), answered=answered
-        )
+        text = output if isinstance(output, str) or output is None else json_text(output)[0]
+        if run.capped:
+            self._book.end(run.run_id, "forced", answer=text)
+        else:
+            self._book.end(run.run_id, "answered", answer=text, answered=answered(output))
 
     # --- runs -----------------------------------------------------------------------------------
 
-    def _run_of(self, agent: Any, step: Any) -> _Run:
-        """The agent's open run; a new one at its first step (ending one left by a raised run)."""
-        key = id(agent)
-        run = self._runs.get(key)
+    def _run_of(self, agent: Any, step: Any) -> FrameworkRun:
+        """The agent's open run; a new one at its first step (ending one left open)."""
+        run = self._book.bound(id(agent))
         number = getattr(step, "step_number", None)
         if run is not None:
-            stale = run.agent() is not agent or (
-                isinstance(number, int) and number <= run.last_step and number == 1
+            stale = run.owner() is not agent or (
+                isinstance(number, int) and number <= run.facts and number == 1
             )
             if not stale:
                 if isinstance(number, int):
-                    run.last_step = number
+                    run.facts = number  # the last step seen
                 return run
-            del self._runs[key]
-            self._abandon(run)
-        while len(self._runs) >= self._max_runs:
-            _, old = self._runs.popitem(last=False)
-            self.core.adapter_failed("smolagents.run_evicted")
-            self._abandon(old)
+            self._book.end(run.run_id, "abandoned")
         name = getattr(agent, "name", None)
-        run = _Run(uuid.uuid4().hex, weakref.ref(agent), name if isinstance(name, str) else "")
-        run.last_step = number if isinstance(number, int) else 0
-        self._runs[key] = run
-        timing = getattr(step, "timing", None)
         task = getattr(agent, "task", None)
-        attributes: dict[str, AttributeValue] = {}
-        if run.label:
-            attributes[semconv.GEN_AI_AGENT_NAME] = run.label
-        self.core.agent_start(
-            AgentStartEvent(
-                query=task if self.core.capture_content and isinstance(task, str) else "",
-                run_id=run.run_id,
-            ),
-            start_time_ns=steps.seconds_ns(getattr(timing, "start_time", None)) or time.time_ns(),
-            attributes=attributes,
+        timing = getattr(step, "timing", None)
+        opened = self._book.start(
+            uuid.uuid4().hex,
+            name if isinstance(name, str) else "",
+            query=task if isinstance(task, str) else "",
+            started_ns=steps.seconds_ns(getattr(timing, "start_time", None)),
+            key=id(agent),
+            owner=weakref.ref(agent),
+            facts=number if isinstance(number, int) else 0,  # the last step seen
         )
-        return run
-
-    def _bail(self, run: _Run, reason: TerminationReason) -> None:
-        self.core.react_loop_end(bail_event(run.run_id, run.calls - 1, run.last, reason))
-
-    def _abandon(self, run: _Run) -> None:
-        self.core.agent_end(AdapterRunEnd(run.run_id, "abandoned"))
-
-    def _guard(self, kind: str, work: Callable[..., None], *args: Any) -> None:
-        try:
-            with self._lock:
-                work(*args)
-        except Exception as exc:  # never into the agent
-            self.core.adapter_failed(f"smolagents.{kind}", exc)
+        assert opened is not None  # a fresh id
+        return opened

@@ -13,11 +13,21 @@ from __future__ import annotations
 
 from typing import Any, Final, NamedTuple
 
+from smolagents.memory import ActionStep  # type: ignore[import-untyped]
 from smolagents.utils import AgentMaxStepsError  # type: ignore[import-untyped]
 
-from symfonic_otel.read.turns import Turn
+from symfonic_otel.invocation import Turn
 
-__all__ = ["Call", "calls_of", "is_cap_step", "seconds_ns", "text_of", "turn_of", "usage_of"]
+__all__ = [
+    "Call",
+    "calls_of",
+    "is_cap_step",
+    "model_raised",
+    "seconds_ns",
+    "text_of",
+    "turn_of",
+    "usage_of",
+]
 
 _MAX_TEXT_CHARS: Final = 65_536
 _MAX_PARTS: Final = 256
@@ -88,11 +98,22 @@ def turn_of(step: Any) -> Turn:
     text = text_of(getattr(message, "content", None))
     if is_cap_step(step):
         text = text_of(getattr(step, "action_output", None))
-    return Turn(text, len(calls_of(step)))
+    return Turn.read(text, len(calls_of(step)))
 
 
 def is_cap_step(step: Any) -> bool:
     return isinstance(getattr(step, "error", None), AgentMaxStepsError)
+
+
+def model_raised(step: Any) -> bool:
+    """An ``ActionStep`` recorded with neither a model output nor an error: its model call
+    raised, and smolagents is re-raising it (a step that ran always has one or the other)."""
+    return (
+        isinstance(step, ActionStep)
+        and getattr(step, "model_output_message", None) is None
+        and getattr(step, "error", None) is None
+        and not getattr(step, "is_final_answer", False)
+    )
 
 
 def usage_of(step: Any) -> dict[str, int] | None:

@@ -1,19 +1,20 @@
 """Strands Agents adapter: ``SymfonicHooks``, a hook provider for ``Agent(hooks=[...])``.
 
-``hooks`` (the invocation, model and tool events -> the core handler), ``read`` (a message's
+``hooks`` (the invocation, model and tool events -> the invocation layer), ``read`` (a message's
 shape and usage). Needs the ``strands`` extra; the core package never imports this.
 """
 
 from __future__ import annotations
 
-try:
-    import strands as _strands  # noqa: F401  (fail here, with the extra's name)
-except ImportError as exc:  # pragma: no cover - exercised in an environment without it
-    raise ImportError(
-        "symfonic_otel.strands needs Strands Agents: "
-        "pip install -e '.[strands]' from a checkout of symfonic-otel"
-    ) from exc
+from symfonic_otel.invocation.extras import require
 
-from symfonic_otel.strands.hooks import SymfonicHooks
+require(
+    "strands",
+    __name__,
+    "Strands Agents",
+    "pip install -e '.[strands]' from a checkout of symfonic-otel",
+)
+
+from symfonic_otel.strands.hooks import SymfonicHooks  # noqa: E402  (after the check)
 
 __all__ = ["SymfonicHooks"]

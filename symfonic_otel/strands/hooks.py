@@ -19,9 +19,8 @@ nothing the agent does; a failure is counted, never raised.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from strands.hooks import (
     AfterInvocationEvent,
@@ -33,9 +32,8 @@ from strands.hooks import (
     HookRegistry,
 )
 
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import FrameworkRun, RunBook, loop_handler, tenant_in
-from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import FrameworkRun, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 from symfonic_otel.strands.read import message_text, turn_of, usage_of
 
 __all__ = ["SymfonicHooks"]
@@ -55,35 +53,17 @@ def _query(messages: object) -> str:
     return "".join(t for t in texts if isinstance(t, str))
 
 
-class SymfonicHooks:
+class SymfonicHooks(BookAdapter):
     """A Strands hook provider recording every invocation of the agents it is given to.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
-        # The run of each agent being invoked (Strands runs one invocation per agent at a time).
-        self._current: OrderedDict[int, str] = OrderedDict()
-        self._errors: dict[str, str] = {}  # run id -> its last model call's exception type
+    adapter_name = _NAME
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self._sequence = 0
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeInvocationEvent, self._on_before_invocation)
@@ -104,23 +84,21 @@ class SymfonicHooks:
     def _start(self, event: BeforeInvocationEvent) -> None:
         agent = event.agent
         self._sequence += 1
-        run_id = f"strands-{id(agent):x}-{self._sequence}"
-        self._current[id(agent)] = run_id
-        while len(self._current) > self._book.max_open_runs:
-            self._current.popitem(last=False)
         name = getattr(agent, "name", None)
+        # Strands runs one invocation per agent at a time: the agent names its run.
         self._book.start(
-            run_id,
+            f"strands-{id(agent):x}-{self._sequence}",
             name if isinstance(name, str) else "",
             tenant=tenant_in(event.invocation_state),
             query=_query(event.messages),
+            key=id(agent),
         )
 
     def _end(self, event: AfterInvocationEvent) -> None:
-        run_id = self._current.pop(id(event.agent), None)
-        if run_id is None:
+        run = self._book.bound(id(event.agent))
+        if run is None:
             return
-        error = self._errors.pop(run_id, None)
+        run_id, error = run.run_id, run.error_type  # the last model call's exception type
         result = event.result
         stop = getattr(result, "stop_reason", None)
         if result is None:  # the invocation raised (the exception is not on the event)
@@ -139,8 +117,7 @@ class SymfonicHooks:
     # --- model calls -----------------------------------------------------------------------------
 
     def _run_of(self, event: Any) -> FrameworkRun | None:
-        run_id = self._current.get(id(event.agent))
-        return self._book.get(run_id) if run_id is not None else None
+        return self._book.bound(id(event.agent))
 
     def _on_before_model(self, event: BeforeModelCallEvent) -> None:
         self._book.guard("before_model", self._model_start, event)
@@ -163,9 +140,7 @@ class SymfonicHooks:
         response = event.stop_response
         error = type(event.exception).__name__[:128] if event.exception is not None else None
         if error is not None:
-            self._errors[run.run_id] = error
-            while len(self._errors) > self._book.max_open_runs:
-                del self._errors[next(iter(self._errors))]
+            run.error_type = error
         message = response.message if response is not None else None
         self._book.model_call(
             run,

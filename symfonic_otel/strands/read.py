@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from symfonic_otel.framework_runs import Turn
+from symfonic_otel.invocation import Turn
 
 __all__ = ["message_text", "turn_of", "usage_of"]
 

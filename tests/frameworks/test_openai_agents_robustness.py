@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from symfonic_otel import tenant_scope
+from symfonic_otel.invocation import FrameworkRun, RunIndex
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
-from symfonic_otel.openai_agents.runs import AgentsRun, RunIndex
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 RUNS = "symfonic.agent.runs"
@@ -78,8 +78,8 @@ def test_open_runs_are_capped_the_oldest_ends_abandoned(
 
 
 def test_spans_indexed_per_run_are_capped_at_the_limit() -> None:
-    index = RunIndex(max_runs=4, max_spans_per_run=2)
-    run = AgentsRun(key="r", trace_id="t", started_ns=None, tenant=None, conversation=None)
+    index = RunIndex(max_runs=4, max_keys=2)
+    run = FrameworkRun("r", group="t")
     index.add(run)
     assert index.index(run, "a") and index.index(run, "b")  # at the limit
     assert not index.index(run, "c")  # one past it

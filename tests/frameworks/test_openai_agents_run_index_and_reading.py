@@ -17,8 +17,8 @@ import pytest
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
 from symfonic_otel import semconv, tenant_scope
+from symfonic_otel.invocation import FrameworkRun, RunIndex
 from symfonic_otel.openai_agents import SymfonicTracingProcessor, read
-from symfonic_otel.openai_agents.runs import AgentsRun, RunIndex
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 RUNS = "symfonic.agent.runs"
@@ -50,12 +50,12 @@ def _start_run(processor: SymfonicTracingProcessor, task: str, trace_id: str) ->
     processor.on_span_start(_span("agent", f"{task}-agent", trace_id, task, name="a"))
 
 
-def _run(key: str, trace_id: str = "t") -> AgentsRun:
-    return AgentsRun(key=key, trace_id=trace_id, started_ns=None, tenant=None, conversation=None)
+def _run(key: str, trace_id: str = "t") -> FrameworkRun:
+    return FrameworkRun(key, group=trace_id)
 
 
 def test_a_span_of_no_indexed_parent_falls_back_to_the_trace_s_newest_run() -> None:
-    index = RunIndex(max_runs=4, max_spans_per_run=4)
+    index = RunIndex(max_runs=4, max_keys=4)
     outer, inner, other = _run("outer"), _run("inner"), _run("other", trace_id="u")
     for run in (outer, inner, other):
         index.add(run)

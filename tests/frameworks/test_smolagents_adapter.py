@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from opentelemetry.trace import StatusCode
+from smolagents.memory import ActionStep
+from smolagents.utils import AgentGenerationError
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
 from symfonic_otel.emit.pricing import ModelPrice
@@ -144,19 +147,46 @@ def test_the_same_agent_run_twice_is_two_runs(telemetry: InMemoryTelemetry) -> N
     assert telemetry.value(semconv.AGENT_RUNS.name) == 2
 
 
-def test_a_run_that_raised_is_ended_as_abandoned_when_the_agent_runs_again(
-    telemetry: InMemoryTelemetry,
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_run_whose_model_raised_ends_as_error_and_the_exception_reaches_the_caller(
+    telemetry: InMemoryTelemetry, kind: str, mode: str
 ) -> None:
     adapter = _adapter(telemetry)
-    built, model = agent("tool_calling", ["tool", "raise"], adapter.step_callbacks())
-    with pytest.raises(Exception):  # noqa: B017 - smolagents wraps the model's error
-        run(built)
-    assert adapter.open_runs == 1
-    model.turns, model.calls = answering(), 0
-    run(built)
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "completed"}) == 1
+    built, model = agent(kind, ["tool", "raise"], adapter.step_callbacks())
+    with pytest.raises(AgentGenerationError) as raised:  # smolagents' own, unchanged
+        run(built, mode)
+    assert isinstance(raised.value.__cause__, RuntimeError)
     assert adapter.open_runs == 0
+    errors = {semconv.RUN_OUTCOME: "error"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, errors) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name) == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    span = telemetry.span(RUN_SPAN)
+    assert dict(span.attributes or {})[semconv.ERROR_TYPE] == "AgentGenerationError"
+    assert span.status.status_code is StatusCode.ERROR
+    model.turns, model.calls = answering(), 0
+    run(built, mode)  # the agent's next run is a run of its own
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "completed"}) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "abandoned"}) == 0
+
+
+def test_a_run_interrupted_in_its_model_call_ends_cancelled(telemetry: InMemoryTelemetry) -> None:
+    adapter = _adapter(telemetry)
+    built, model = agent("tool_calling", answering(), adapter.step_callbacks())
+    answer = model.generate
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        if model.calls == 1:  # the second call: the user pressed Ctrl-C
+            raise KeyboardInterrupt
+        return answer(*args, **kwargs)
+
+    model.generate = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        run(built)
+    assert adapter.open_runs == 0
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "cancelled"}) == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
 
 
 class _Broken(OTelCallbackHandler):
@@ -209,9 +239,9 @@ def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
     telemetry: InMemoryTelemetry,
 ) -> None:
     adapter = SymfonicSmolagents(telemetry.handler(), max_runs=1)
-    raised, _ = agent("tool_calling", ["tool", "raise"], adapter.step_callbacks())
-    with pytest.raises(Exception):  # noqa: B017 - smolagents wraps the model's error
-        run(raised)
+    left, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    stream = left.run("Add 1 and 2", stream=True)  # left after its first step, still open
+    assert any(isinstance(item, ActionStep) for item in stream)
     assert adapter.open_runs == 1
     steady, _ = agent("tool_calling", answering(), adapter.step_callbacks())
     run(steady)
