@@ -19,7 +19,8 @@ def test_the_core_never_imports_the_frameworks() -> None:
     done = _python(
         "import sys, symfonic_otel, symfonic_otel.handler, symfonic_otel.langchain\n"
         "print(sorted(m for m in ('agents', 'pydantic_ai', 'llama_index', 'smolagents',\n"
-        "       'google.adk', 'strands', 'crewai') if m in sys.modules))"
+        "       'google.adk', 'strands', 'crewai', 'semantic_kernel', 'claude_agent_sdk')\n"
+        "       if m in sys.modules))"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -35,6 +36,8 @@ def test_the_core_never_imports_the_frameworks() -> None:
         ("symfonic_otel.google_adk", "google.adk", "pip install -e '.[google-adk]'"),
         ("symfonic_otel.strands", "strands", "pip install -e '.[strands]'"),
         ("symfonic_otel.crewai", "crewai", "pip install -e '.[crewai]'"),
+        ("symfonic_otel.semantic_kernel", "semantic_kernel", "pip install -e '.[semantic-kernel]'"),
+        ("symfonic_otel.claude_agent_sdk", "claude_agent_sdk", "pip install -e '.[claude-agent-sdk]'"),
     ],
 )
 def test_a_missing_framework_names_the_extra(module: str, blocked: str, extra: str) -> None:
