@@ -37,7 +37,11 @@ def test_the_core_never_imports_the_frameworks() -> None:
         ("symfonic_otel.strands", "strands", "pip install -e '.[strands]'"),
         ("symfonic_otel.crewai", "crewai", "pip install -e '.[crewai]'"),
         ("symfonic_otel.semantic_kernel", "semantic_kernel", "pip install -e '.[semantic-kernel]'"),
-        ("symfonic_otel.claude_agent_sdk", "claude_agent_sdk", "pip install -e '.[claude-agent-sdk]'"),
+        (
+            "symfonic_otel.claude_agent_sdk",
+            "claude_agent_sdk",
+            "pip install -e '.[claude-agent-sdk]'",
+        ),
     ],
 )
 def test_a_missing_framework_names_the_extra(module: str, blocked: str, extra: str) -> None:
