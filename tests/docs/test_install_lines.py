@@ -114,6 +114,8 @@ FRAMEWORK_PAGES = {
     "docs/frameworks/google-adk.md": "google-adk",
     "docs/frameworks/strands.md": "strands",
     "docs/frameworks/crewai.md": "crewai",
+    "docs/frameworks/semantic-kernel.md": "semantic-kernel",
+    "docs/frameworks/claude-agent-sdk.md": "claude-agent-sdk",
 }
 # Where install lines are written for a reader: the docs, the README, CONTRIBUTING, and the
 # package's own "needs the extra" messages.
