@@ -40,7 +40,13 @@ from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
 from symfonic_otel.framework_runs import RunBook, loop_handler, tenant_in
 from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.semantic_kernel.read import attempt_cap, message_with, turn_of, usage_of
+from symfonic_otel.semantic_kernel.read import (
+    attempt_cap,
+    message_with,
+    results_text,
+    turn_of,
+    usage_of,
+)
 
 __all__ = ["SymfonicFilters"]
 
@@ -181,6 +187,9 @@ class SymfonicFilters:
         if run is None:
             return
         messages = list(value) if isinstance(value, list) else [value]
+        if invocation.terminated or results_text(messages) is not None:  # function results
+            self._terminated(invocation, messages)
+            return
         capped = self._capped(invocation, run.calls)
         turn = turn_of(messages)
         self._book.model_call(
@@ -192,6 +201,11 @@ class SymfonicFilters:
             node=semconv.NODE_SYNTHESIZE_FALLBACK if capped else "",
         )
         self._book.end(run.run_id, "capped" if capped else "answered", answer=turn.text)
+
+    def _terminated(self, invocation: _Invocation, messages: list[Any]) -> None:
+        """A filter ended the loop: the function results are the reply (no final request)."""
+        answer = results_text(messages) or ""
+        self._book.end(invocation.run_id, "answered", answer=answer, stop_reason="tool_use")
 
     def _fail(self, invocation: _Invocation, exc: BaseException) -> None:
         if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
@@ -226,20 +240,27 @@ class SymfonicFilters:
         run = self._book.get(invocation.run_id)
         if run is None:
             return
-        if run.calls != invocation.chunk_calls:  # a new request's reply
-            invocation.chunks.clear()
+        messages = chunk if isinstance(chunk, list) else [chunk]
+        results = results_text(messages) is not None
+        after_results = results_text(invocation.chunks[:1]) is not None
+        if run.calls != invocation.chunk_calls or results or after_results:
+            invocation.chunks.clear()  # a new request's reply, or function results: start over
             invocation.chunk_calls = run.calls
         if len(invocation.chunks) < _MAX_CHUNKS:
-            invocation.chunks.extend(chunk if isinstance(chunk, list) else [chunk])
+            invocation.chunks.extend(messages)
 
     def _stream_end(self, invocation: _Invocation) -> None:
         run = self._book.get(invocation.run_id)
         if run is None:
             return
         chunks, invocation.chunks = invocation.chunks, []
+        capped = self._capped(invocation, run.calls)
+        if invocation.terminated or (not capped and results_text(chunks) is not None):
+            self._terminated(invocation, chunks)  # the stream ended on function results
+            return
         if invocation.chunk_calls != run.calls:
-            chunks = []  # the last chunks were the last attempt's function results
-        if self._capped(invocation, run.calls):
+            chunks = []  # the last chunks were the last attempt's function call
+        if capped:
             self._book.end(run.run_id, "capped")  # the streaming loop makes no final request
             return
         turn = turn_of(chunks)

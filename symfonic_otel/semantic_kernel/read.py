@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from semantic_kernel.contents import FunctionCallContent, TextContent
+from semantic_kernel.contents import FunctionCallContent, FunctionResultContent, TextContent
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 
 from symfonic_otel.framework_runs import Turn
 
-__all__ = ["attempt_cap", "message_with", "turn_of", "usage_of"]
+__all__ = ["attempt_cap", "message_with", "results_text", "turn_of", "usage_of"]
 
 _MAX_ITEMS: Final = 256
 
@@ -44,6 +44,20 @@ def turn_of(messages: Iterable[object]) -> Turn:
         reason = getattr(message, "finish_reason", None)
         finish = getattr(reason, "value", reason) if reason is not None else finish
     return Turn.of(texts, calls, finish if isinstance(finish, str) else None)
+
+
+def results_text(messages: Iterable[object]) -> str | None:
+    """The function results a filter's ``terminate`` ended the loop on (bounded); ``None`` when
+    the messages hold none (a model's reply)."""
+    results = [
+        item.result
+        for message in messages
+        for item in _items(message)
+        if isinstance(item, FunctionResultContent)
+    ]
+    if not results:
+        return None
+    return "".join(str(result) for result in results if result is not None)[:65_536]
 
 
 def usage_of(messages: Iterable[object]) -> dict[str, int]:

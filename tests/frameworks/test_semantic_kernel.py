@@ -289,3 +289,32 @@ def test_two_lookups_are_no_loop(telemetry: InMemoryTelemetry) -> None:
     with tenant_scope("acme"):
         invoke(k, fn, arguments(input="q"))
     assert looping(telemetry) == 0 and repeated(telemetry) == 1
+
+
+@pytest.mark.parametrize("ours_first", [True, False])
+def test_a_filter_that_terminates_the_loop_ends_the_run_on_the_function_results(
+    telemetry: InMemoryTelemetry, entry: Any, ours_first: bool
+) -> None:
+    """Semantic Kernel returns the function results as the reply; no request follows. Whether
+    the terminating filter wraps ours or ours wraps it, the run is no bail."""
+    model = chat()
+    filters = SymfonicFilters(handler=telemetry.handler())
+
+    async def stop_after_first(context: Any, next: Any) -> None:
+        await next(context)
+        context.terminate = True
+
+    k = kernel(model)
+    if ours_first:
+        filters.register(k)
+    k.add_filter("auto_function_invocation", stop_after_first)
+    if not ours_first:
+        filters.register(k)
+    fn = k.add_function(plugin_name="agent", function_name="helper", prompt="{{$input}}")
+    with tenant_scope("acme"):
+        entry(k, fn, arguments(attempts=3, input="q"))
+    assert model.calls == 1
+    assert bails_of(telemetry, "acme") == 0
+    run = telemetry.span("invoke_agent helper")
+    assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "tool_use"
+    assert len([s for s in telemetry.spans() if s.name == "chat scripted"]) == 1
