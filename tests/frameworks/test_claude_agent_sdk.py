@@ -23,6 +23,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookMatcher,
     ResultError,
     ResultMessage,
     TextBlock,
@@ -266,6 +267,21 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
 
 
+def test_the_callers_own_hooks_still_run(telemetry: InMemoryTelemetry, tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def mine(data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        seen.append(data["hook_event_name"])
+        return {}
+
+    recorder = SymfonicRecorder(handler=telemetry.handler())
+    with serving(ScriptedAnthropic(tool_turns=1)) as script, tenant_scope("acme"):
+        hooks: Any = {"PreToolUse": [HookMatcher(hooks=[mine])]}
+        run_query(recorder, options(script, tmp_path, hooks=hooks))
+    assert seen == ["PreToolUse"]
+    assert len([s for s in telemetry.spans() if s.name == f"execute_tool {TOOL}"]) == 1
+
+
 def test_open_runs_are_bounded(telemetry: InMemoryTelemetry) -> None:
     """Streams left unread hold their runs; past ``max_open_runs`` the oldest is abandoned.
     The messages are the SDK's own types, as the CLI's stream delivers them."""
@@ -296,11 +312,11 @@ def test_bad_arguments_get_clear_errors() -> None:
 
 
 def test_three_identical_lookups_are_one_looping_run(
-    telemetry: InMemoryTelemetry, tmp_path: Path
+    telemetry: InMemoryTelemetry, tmp_path: Path, entry: Any
 ) -> None:
     recorder = SymfonicRecorder(handler=telemetry.handler())
     with serving(ScriptedAnthropic(tool_turns=3)) as script, tenant_scope("acme"):
-        run_query(recorder, options(script, tmp_path))
+        entry(recorder, options(script, tmp_path))
     assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
     assert repeated(telemetry, tenant__id="acme") == 2
     attributes = telemetry.span("invoke_agent claude").attributes or {}
