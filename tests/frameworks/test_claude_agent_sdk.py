@@ -324,3 +324,14 @@ def test_three_identical_lookups_are_one_looping_run(
     assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
     (event,) = all_loop_events(telemetry)
     assert event[semconv.LOOP_COUNT] == 3
+
+
+def test_the_loop_options_reach_the_handler(telemetry: InMemoryTelemetry, tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="not both"):
+        SymfonicRecorder(handler=telemetry.handler(), runaway_calls=2)
+    own = SymfonicRecorder(runaway_calls=3, loop_threshold=5)
+    assert own.handler.loop_limits.runaway == 3 and own.handler.loop_limits.threshold == 5
+    recorder = SymfonicRecorder(handler=telemetry.handler(runaway_calls=2))
+    with serving(ScriptedAnthropic(tool_turns=2)) as script, tenant_scope("acme"):
+        run_query(recorder, options(script, tmp_path))  # three model calls past a budget of two
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1

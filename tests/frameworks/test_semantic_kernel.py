@@ -318,3 +318,19 @@ def test_a_filter_that_terminates_the_loop_ends_the_run_on_the_function_results(
     run = telemetry.span("invoke_agent helper")
     assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "tool_use"
     assert len([s for s in telemetry.spans() if s.name == "chat scripted"]) == 1
+
+
+def test_the_loop_options_reach_the_handler(telemetry: InMemoryTelemetry) -> None:
+    with pytest.raises(TypeError, match="not both"):
+        SymfonicFilters(handler=telemetry.handler(), runaway_calls=2)
+    own = SymfonicFilters(runaway_calls=3, loop_threshold=5)
+    assert own.handler.loop_limits.runaway == 3 and own.handler.loop_limits.threshold == 5
+    k, fn = _kernel(telemetry, chat(tool_turns=3), loop_threshold=4)
+    with tenant_scope("acme"):
+        invoke(k, fn, arguments(input="q"))
+    assert looping(telemetry) == 0
+    k, fn = _kernel(telemetry, chat(tool_turns=2), runaway_calls=2)
+    with tenant_scope("acme"):  # three model calls past a budget of two
+        invoke(k, fn, arguments(input="q"))
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    assert looping(telemetry) == 1
