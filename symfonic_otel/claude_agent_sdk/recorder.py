@@ -89,7 +89,8 @@ class SymfonicRecorder:
     ) -> AsyncIterator[Message]:
         """``claude_agent_sdk.query``, recorded as one run."""
         session = self.session(options, name=name)
-        return session.record(query(prompt=prompt, options=session.options))
+        text = prompt if isinstance(prompt, str) else ""
+        return session.record(query(prompt=prompt, options=session.options), prompt=text)
 
 
 class RecordedSession:
@@ -115,9 +116,12 @@ class RecordedSession:
             hooks.setdefault(event, []).append(HookMatcher(hooks=[callback]))
         self.options = dataclasses.replace(options, hooks=hooks)
 
-    async def record(self, messages: AsyncIterator[Message]) -> AsyncIterator[Message]:
-        """Yield ``messages`` unchanged, recording them as one run."""
-        self._book.guard("start", self._start)
+    async def record(
+        self, messages: AsyncIterator[Message], *, prompt: str = ""
+    ) -> AsyncIterator[Message]:
+        """Yield ``messages`` unchanged, recording them as one run (``prompt`` is kept only
+        with content capture on)."""
+        self._book.guard("start", self._start, prompt)
         try:
             async for message in messages:
                 self._book.guard("message", self._message, message)
@@ -129,10 +133,10 @@ class RecordedSession:
 
     # --- the run ---------------------------------------------------------------------------------
 
-    def _start(self) -> None:
+    def _start(self, prompt: str) -> None:
         self._recorder.sequence += 1
         run_id = f"claude-agent-sdk-{self._recorder.sequence}"
-        run = self._book.start(run_id, self._name)
+        run = self._book.start(run_id, self._name, query=prompt)
         self._run_id = run_id if run is not None else None
         self._blocks, self._ended_ns, self._result = [], None, None
         if run is not None:

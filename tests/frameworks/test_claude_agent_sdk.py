@@ -335,3 +335,22 @@ def test_the_loop_options_reach_the_handler(telemetry: InMemoryTelemetry, tmp_pa
     with serving(ScriptedAnthropic(tool_turns=2)) as script, tenant_scope("acme"):
         run_query(recorder, options(script, tmp_path))  # three model calls past a budget of two
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+
+
+def _texts(telemetry: InMemoryTelemetry) -> str:
+    return repr(
+        [dict(s.attributes or {}) for s in telemetry.spans()]
+        + [dict(e.attributes or {}) for s in telemetry.spans() for e in s.events]
+    )
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_prompt_answer_and_tool_payloads_only_with_content_capture(
+    telemetry: InMemoryTelemetry, tmp_path: Path, capture: bool
+) -> None:
+    recorder = SymfonicRecorder(handler=telemetry.handler(capture_content=capture))
+    with serving(ScriptedAnthropic(tool_turns=1)) as script, tenant_scope("acme"):
+        run_query(recorder, options(script, tmp_path))
+    seen = _texts(telemetry)
+    for text in ("What is the weather?", "It is sunny.", "result for weather"):
+        assert (text in seen) is capture, text

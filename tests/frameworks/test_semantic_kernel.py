@@ -334,3 +334,18 @@ def test_the_loop_options_reach_the_handler(telemetry: InMemoryTelemetry) -> Non
         invoke(k, fn, arguments(input="q"))
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
     assert looping(telemetry) == 1
+
+
+@pytest.mark.parametrize("capture", [False, True])
+def test_answer_and_tool_payloads_only_with_content_capture(
+    telemetry: InMemoryTelemetry, capture: bool
+) -> None:
+    k, fn = _kernel(telemetry, chat(tool_turns=1), capture_content=capture)
+    with tenant_scope("acme"):
+        invoke(k, fn, arguments(input="q"))
+    seen = repr(
+        [dict(s.attributes or {}) for s in telemetry.spans()]
+        + [dict(e.attributes or {}) for s in telemetry.spans() for e in s.events]
+    )
+    for text in ("It is sunny.", "result for weather"):
+        assert (text in seen) is capture, text
