@@ -71,6 +71,8 @@ class _Invocation:
 # the function an auto function invocation is running (Semantic Kernel swallows it).
 _ACTIVE: ContextVar[_Invocation | None] = ContextVar("symfonic_sk_invocation", default=None)
 _TOOL_ERROR: ContextVar[list[str] | None] = ContextVar("symfonic_sk_tool_error", default=None)
+# Inside a prompt function called as a tool: nothing below it is recorded (it is one tool call).
+_NESTED: Final = _Invocation("")
 
 _Next = Callable[[Any], Awaitable[None]]
 
@@ -112,14 +114,23 @@ class SymfonicFilters:
 
     async def function_invocation(self, context: FunctionInvocationContext, next: _Next) -> None:
         active = _ACTIVE.get()
+        if active is _NESTED:
+            await next(context)
+            return
         if active is not None:  # a function run inside a run: its auto filter records it
+            slot = _TOOL_ERROR.get()
+            # A prompt function called as a tool is one tool call: its own loop stays out.
+            nested = isinstance(context.function, KernelFunctionFromPrompt)
+            token = _ACTIVE.set(_NESTED) if nested else None
             try:
                 await next(context)
             except Exception as exc:
-                slot = _TOOL_ERROR.get()
                 if slot is not None and not slot:
                     slot.append(type(exc).__name__[:128])
                 raise
+            finally:
+                if token is not None:
+                    _ACTIVE.reset(token)
             return
         if not isinstance(context.function, KernelFunctionFromPrompt):
             await next(context)
@@ -147,7 +158,7 @@ class SymfonicFilters:
         self, context: AutoFunctionInvocationContext, next: _Next
     ) -> None:
         invocation = _ACTIVE.get()
-        if invocation is None:
+        if invocation is None or invocation is _NESTED:
             await next(context)
             return
         self._book.guard("tool_start", self._tool_start, invocation, context)

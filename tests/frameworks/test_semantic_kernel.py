@@ -349,3 +349,22 @@ def test_answer_and_tool_payloads_only_with_content_capture(
     )
     for text in ("It is sunny.", "result for weather"):
         assert (text in seen) is capture, text
+
+
+def test_a_prompt_function_called_as_a_tool_is_one_tool_call_of_the_run(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    model = chat(tool_turns=1, answer_call=3)  # the tool's own loop calls it once more
+    filters = SymfonicFilters(handler=telemetry.handler())
+    k = Kernel()
+    k.add_service(model)
+    k.add_function(plugin_name="weather", function_name="lookup", prompt="Weather for {{$q}}")
+    filters.register(k)
+    fn = k.add_function(plugin_name="agent", function_name="helper", prompt="{{$input}}")
+    with tenant_scope("acme"):
+        assert invoke(k, fn, arguments(input="q")) == "It is sunny."
+    assert model.calls == 5  # the run's two requests and the tool's three (its own tool's one)
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    assert len([s for s in telemetry.spans() if s.name == "chat scripted"]) == 2
+    assert len([s for s in telemetry.spans() if s.name == "execute_tool lookup"]) == 1
+    assert filters.open_runs == 0

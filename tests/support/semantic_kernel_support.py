@@ -42,6 +42,7 @@ class ScriptedChat(ChatCompletionClientBase):
     answer: str = "It is sunny."
     forced: str = "Probably sunny."
     fail: bool = False
+    answer_call: int = 0  # this call (1-based) answers whatever the script says
     calls: int = 0
 
     def get_prompt_execution_settings_class(self) -> type[OpenAIChatPromptExecutionSettings]:
@@ -61,7 +62,7 @@ class ScriptedChat(ChatCompletionClientBase):
         done = sum(
             1 for m in history.messages for i in m.items if isinstance(i, FunctionResultContent)
         )
-        if settings.tools and done < self.tool_turns:
+        if settings.tools and done < self.tool_turns and self.calls != self.answer_call:
             call = FunctionCallContent(
                 id=f"call-{done}",
                 function_name="lookup",
