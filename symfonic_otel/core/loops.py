@@ -126,12 +126,23 @@ def signature(name: str, arguments: object) -> int:
 
 
 class RunLoops:
-    """One run's counts and its detection."""
+    """One run's counts and its detection. The limits are copied in at the run's start: the
+    per-call checks read two ints of this object, nothing further away."""
 
-    __slots__ = ("detected", "limits", "model_calls", "repeated", "seen", "tool_calls", "top")
+    __slots__ = (
+        "detected",
+        "model_calls",
+        "repeated",
+        "runaway",
+        "seen",
+        "threshold",
+        "tool_calls",
+        "top",
+    )
 
     def __init__(self, limits: LoopLimits = DEFAULT_LIMITS) -> None:
-        self.limits = limits
+        self.threshold = limits.threshold
+        self.runaway = limits.runaway
         self.model_calls = 0
         self.tool_calls = 0
         self.repeated = 0
@@ -143,8 +154,12 @@ class RunLoops:
         # Counts are plain increments (the interpreter's lock keeps them whole); only the
         # detection, once per run, takes the lock.
         self.model_calls = calls = self.model_calls + 1
-        if calls <= self.limits.runaway or self.detected is not None:
+        if calls <= self.runaway or self.detected is not None:
             return None
+        return self.over_budget(calls)
+
+    def over_budget(self, calls: int) -> Detection | None:
+        """The run's model call ``calls`` is past its budget: the detection, once per run."""
         with _LOCK:
             if self.detected is not None:
                 return None
@@ -180,23 +195,22 @@ class RunLoops:
                 key = signature(name, arguments)
         else:
             key = signature(name, arguments)
-        with _LOCK:
+        with _LOCK:  # parallel tools of one run: one count per call, one detection per run
             seen = self.seen
-            if seen is None:
-                seen = self.seen = {}
+            if seen is None:  # the run's first compared call
+                self.seen = {key: 1}
+                self.top = (1, name)
+                return False
             count = seen.get(key, 0) + 1
             if count == 1:
-                if len(seen) >= MAX_SIGNATURES:
-                    return False
-                seen[key] = 1
-                if not self.top[0]:
-                    self.top = (1, name)
+                if len(seen) < MAX_SIGNATURES:
+                    seen[key] = 1
                 return False
             seen[key] = count
             self.repeated += 1
             if count > self.top[0]:
                 self.top = (count, name)
-            if count < self.limits.threshold or self.detected is not None:
+            if count < self.threshold or self.detected is not None:
                 return True
             self.detected = semconv.LOOP_REPEATED_TOOL_CALL
         return Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count)
@@ -238,9 +252,12 @@ def _emitter(core: HandlerCore, run: OpenRun) -> MetricEmitter:
 
 def model_call(core: HandlerCore, run: OpenRun) -> None:
     """A model call of ``run`` (any node: the run's own calls)."""
-    found = run.loops.model_call()
-    if found is not None:
-        _detected(core, run, found, None)
+    loops = run.loops  # ``RunLoops.model_call``, inline: one call less on every model call
+    loops.model_calls = calls = loops.model_calls + 1
+    if calls > loops.runaway and loops.detected is None:
+        found = loops.over_budget(calls)
+        if found is not None:
+            _detected(core, run, found, None)
 
 
 def tool_call(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
@@ -250,8 +267,11 @@ def tool_call(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> 
     loops.tool_calls += 1  # ``RunLoops.tool_call``, one call less
     if arguments is not None:
         found = loops.compare(name, arguments)
-        if found:
-            _repeats(core, run, arguments, found)
+        if found:  # ``_repeats``, inline
+            (run.metrics or core.metrics).loops.repeated_tool_calls(run.tenant, 1)
+            if found is not True:
+                assert isinstance(found, Detection)
+                _detected(core, run, found, arguments)
 
 
 def tool_arguments(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
@@ -300,11 +320,12 @@ def run_ended(
         found = loops.framework_loop()
         if found is not None:
             _detected(core, run, found, None)
-    attributes = loop_spans.counts(loops.model_calls, loops.tool_calls, loops.repeated)
+    model_calls, tool_calls = loops.model_calls, loops.tool_calls
+    attributes = loop_spans.counts(model_calls, tool_calls, loops.repeated)
     if on_span:
         run.span.set_attributes(attributes)
     # No exemplar: the run's duration histogram already leads to its span.
-    _emitter(core, run).loops.run_calls(run.tenant, outcome, loops.model_calls, loops.tool_calls)
+    (run.metrics or core.metrics).loops.run_calls(run.tenant, outcome, model_calls, tool_calls)
     return attributes
 
 

@@ -19,6 +19,8 @@ from symfonic_otel.emit.tenant_counters import TenantCounters
 
 _LOOPING: Final = semconv.LOOPING_RUNS.name
 _REPEATED: Final = semconv.REPEATED_TOOL_CALLS.name
+_TENANT: Final = semconv.TENANT_ID
+_AGENT: Final = semconv.GEN_AI_AGENT_NAME
 _CACHE_CAP: Final = 4096
 
 
@@ -40,13 +42,31 @@ class _Emitter(Protocol):
 class LoopMetrics:
     """One emitter's loop measurements (the emitter's agent name on every series)."""
 
-    __slots__ = ("_cache", "_emitter")
+    __slots__ = (
+        "_agent",
+        "_cache",
+        "_calls",
+        "_count",
+        "_emitter",
+        "_inference",
+        "_record",
+        "_tools",
+    )
 
     def __init__(self, emitter: _Emitter) -> None:
         self._emitter = emitter
+        # What every count needs, read once: an emitter's name, store and instruments are
+        # fixed at its construction.
+        self._agent: object = emitter.agent_attrs[_AGENT]
+        self._count = emitter.counters.add
+        self._record = emitter.recorder.record_pair
+        self._inference = emitter.instruments.inference_calls
+        self._tools = emitter.instruments.tool_calls
         # Attribute sets without a tenant only (agent, outcome): per-tenant sets are built when
         # counted, so no cache here grows with the tenants a process has seen.
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
+        # The call histograms' sets by outcome (no tenant: one per outcome, bounded).
+        self._calls: dict[str, dict[str, Any]] = {}
 
     def _attrs(self, key: tuple[object, ...], **labels: object) -> dict[str, Any]:
         attrs = self._cache.get(key)
@@ -58,9 +78,6 @@ class LoopMetrics:
             self._cache[key] = attrs
         return attrs
 
-    def _agent(self) -> object:
-        return self._emitter.agent_attrs[semconv.GEN_AI_AGENT_NAME]
-
     def seed(self, tenant: str) -> None:
         """The tenant's looping-run series at zero (one per kind)."""
         for kind in semconv.LOOP_KINDS:
@@ -71,16 +88,11 @@ class LoopMetrics:
         self._count_looping(tenant, kind, 1, link)
 
     def _count_looping(self, tenant: str, kind: str, value: int, link: SpanLink | None) -> None:
-        attrs = {
-            semconv.TENANT_ID: tenant,
-            semconv.GEN_AI_AGENT_NAME: self._agent(),
-            semconv.LOOP_KIND: kind,
-        }
-        self._emitter.counters.add(_LOOPING, tenant, attrs, value, None, link)
+        attrs = {_TENANT: tenant, _AGENT: self._agent, semconv.LOOP_KIND: kind}
+        self._count(_LOOPING, tenant, attrs, value, None, link)
 
     def repeated_tool_calls(self, tenant: str, count: int) -> None:
-        attrs = {semconv.TENANT_ID: tenant, semconv.GEN_AI_AGENT_NAME: self._agent()}
-        self._emitter.counters.add(_REPEATED, tenant, attrs, count)
+        self._count(_REPEATED, tenant, {_TENANT: tenant, _AGENT: self._agent}, count)
 
     def run_calls(
         self,
@@ -91,15 +103,22 @@ class LoopMetrics:
         link: SpanLink | None = None,
     ) -> None:
         """The run's model and tool calls (None: not known), recorded at its end."""
-        emitter = self._emitter
-        scope = tenant if emitter.tenant_histograms else None
-        attrs = self._cache.get(("calls", scope, outcome)) or self._attrs(
-            ("calls", scope, outcome), tenant=scope, agent=self._agent(), outcome=outcome
-        )
-        instruments = emitter.instruments
-        emitter.recorder.record(instruments.inference_calls, inference_calls, attrs, link)
-        if tool_calls is not None:
-            emitter.recorder.record(instruments.tool_calls, tool_calls, attrs, link)
+        if self._emitter.tenant_histograms:
+            attrs = self._attrs(
+                ("calls", tenant, outcome), tenant=tenant, agent=self._agent, outcome=outcome
+            )
+        else:
+            attrs = self._calls.get(outcome) or self._outcome_attrs(outcome)
+        if tool_calls is None:
+            self._emitter.recorder.record(self._inference, inference_calls, attrs, link)
+        else:
+            self._record(self._inference, inference_calls, self._tools, tool_calls, attrs, link)
+
+    def _outcome_attrs(self, outcome: str) -> dict[str, Any]:
+        if len(self._calls) >= _CACHE_CAP:
+            self._calls.clear()
+        attrs = self._calls[outcome] = {_AGENT: self._agent, semconv.RUN_OUTCOME: outcome}
+        return attrs
 
 
 _KEYS: Final = {

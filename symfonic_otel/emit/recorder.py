@@ -172,6 +172,22 @@ class DeferredRecorder:
         if len(queue) > self._cap:
             self._apply_one()
 
+    def record_pair(
+        self,
+        first: Recordable,
+        first_value: float,
+        second: Recordable,
+        second_value: float,
+        attributes: Mapping[str, Any],
+        link: SpanLink | None = None,
+    ) -> None:
+        """Two ``record`` calls of one attribute set in one (a run's two call counts)."""
+        queue = self._queue
+        queue.append((first, first_value, attributes, link))
+        queue.append((second, second_value, attributes, link))
+        while len(queue) > self._cap:
+            self._apply_one()
+
     def drain(self) -> int:
         """Apply every pending sum and queued measurement; returns how many SDK calls it made."""
         with self._lock:

@@ -114,6 +114,10 @@ FRAMEWORK_PAGES = {
     "docs/frameworks/google-adk.md": "google-adk",
     "docs/frameworks/strands.md": "strands",
     "docs/frameworks/crewai.md": "crewai",
+    "docs/frameworks/haystack.md": "haystack",
+    "docs/frameworks/dspy.md": "dspy",
+    "docs/frameworks/agno.md": "agno",
+    "docs/frameworks/agent-framework.md": "agent-framework",
     "docs/frameworks/semantic-kernel.md": "semantic-kernel",
     "docs/frameworks/claude-agent-sdk.md": "claude-agent-sdk",
 }

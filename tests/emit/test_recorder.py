@@ -28,6 +28,26 @@ def test_queue_is_bounded_and_applies_oldest_inline_when_full() -> None:
     assert recorder.pending == 0
 
 
+def test_a_pair_is_queued_in_order_and_keeps_the_queue_within_its_cap() -> None:
+    applied: list[tuple[str, float]] = []
+
+    class Histogram:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
+            applied.append((self.name, value))
+
+    first, second = Histogram("first"), Histogram("second")
+    recorder = DeferredRecorder(cap=3)
+    recorder.record_pair(first, 1.0, second, 2.0, {})
+    recorder.record_pair(first, 3.0, second, 4.0, {})
+    assert recorder.pending == 3
+    assert applied == [("first", 1.0)]
+    assert recorder.drain() == 3
+    assert applied == [("first", 1.0), ("second", 2.0), ("first", 3.0), ("second", 4.0)]
+
+
 def test_a_failing_measurement_does_not_stall_the_queue() -> None:
     applied: list[float] = []
 

@@ -1,10 +1,11 @@
 """Live: a framework adapter of its own environment -> a real Prometheus with the shipped rules.
 
-Run in each environment that ``.ci/framework-envs`` builds (Google ADK, Strands): one tenant's
-agent keeps calling tools until the framework's step cap (``max_llm_calls``; ``limits``), its
-neighbour answers. Prometheus scrapes the ``configure_telemetry`` endpoint and evaluates the
-shipped rules (windows and ``for:`` divided by ``FACTOR``): the silent-bail page fires for the
-capped tenant, never for its neighbour. Skipped where neither framework is installed.
+Run in each environment that ``.ci/framework-envs`` builds (Google ADK, Strands, Haystack, DSPy):
+one tenant's agent keeps calling tools until the framework's step cap (``max_llm_calls``;
+``limits``; ``max_agent_steps``; ``max_iters``, then DSPy's forced answer), its neighbour
+answers. Prometheus scrapes the ``configure_telemetry`` endpoint and evaluates the shipped rules
+(windows and ``for:`` divided by ``FACTOR``): the silent-bail page fires for the capped tenant,
+never for its neighbour. Skipped where none of the frameworks is installed.
 """
 
 from __future__ import annotations
@@ -33,11 +34,18 @@ def _installed(module: str) -> bool:
 
 FRAMEWORKS = [
     name
-    for name, module in (("google-adk", "google.adk"), ("strands", "strands"))
+    for name, module in (
+        ("google-adk", "google.adk"),
+        ("strands", "strands"),
+        ("haystack", "haystack"),
+        ("dspy", "dspy"),
+    )
     if _installed(module)
 ]
 if not FRAMEWORKS:
-    pytest.skip("needs google-adk or strands (.ci/framework-envs)", allow_module_level=True)
+    pytest.skip(
+        "needs google-adk, strands, haystack or dspy (.ci/framework-envs)", allow_module_level=True
+    )
 
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
@@ -85,7 +93,52 @@ def _strands_round(handler: OTelCallbackHandler) -> Callable[[], None]:
     return round_
 
 
-ROUNDS = {"google-adk": _adk_round, "strands": _strands_round}
+def _haystack_round(handler: OTelCallbackHandler) -> Callable[[], None]:
+    from test_haystack_adapter import QUESTION, Script, _agent
+
+    from symfonic_otel.haystack import SymfonicTracer
+
+    tracer = SymfonicTracer(handler=handler)
+
+    def round_() -> None:
+        tracer.install()
+        try:
+            with tenant_scope(BAILER):
+                capped = _agent(Script(), max_agent_steps=2).run(QUESTION)
+                assert capped["exit_reason"] == "max_agent_steps"
+            with tenant_scope(STEADY):
+                steady = _agent(Script(tool_turns=1), max_agent_steps=5).run(QUESTION)
+                assert steady["exit_reason"] == "text"
+        finally:
+            tracer.uninstall()
+
+    return round_
+
+
+def _dspy_round(handler: OTelCallbackHandler) -> Callable[[], None]:
+    import dspy
+    from test_dspy_adapter import _react, capped, healthy
+
+    from symfonic_otel.dspy import SymfonicCallback
+
+    callback = SymfonicCallback(handler=handler)
+
+    def round_() -> None:
+        with dspy.context(callbacks=[callback]):
+            with tenant_scope(BAILER):  # a forced answer: a bail, whatever it wrote
+                assert _react(capped(2), max_iters=2)(question="q").answer
+            with tenant_scope(STEADY):
+                assert _react(healthy(1), max_iters=5)(question="q").answer
+
+    return round_
+
+
+ROUNDS = {
+    "google-adk": _adk_round,
+    "strands": _strands_round,
+    "haystack": _haystack_round,
+    "dspy": _dspy_round,
+}
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

@@ -19,8 +19,8 @@ def test_the_core_never_imports_the_frameworks() -> None:
     done = _python(
         "import sys, symfonic_otel, symfonic_otel.handler, symfonic_otel.langchain\n"
         "print(sorted(m for m in ('agents', 'pydantic_ai', 'llama_index', 'smolagents',\n"
-        "       'google.adk', 'strands', 'crewai', 'semantic_kernel', 'claude_agent_sdk')\n"
-        "       if m in sys.modules))"
+        "       'google.adk', 'strands', 'crewai', 'haystack', 'dspy', 'agno',\n"
+        "       'agent_framework', 'semantic_kernel', 'claude_agent_sdk') if m in sys.modules))"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -36,6 +36,14 @@ def test_the_core_never_imports_the_frameworks() -> None:
         ("symfonic_otel.google_adk", "google.adk", "pip install -e '.[google-adk]'"),
         ("symfonic_otel.strands", "strands", "pip install -e '.[strands]'"),
         ("symfonic_otel.crewai", "crewai", "pip install -e '.[crewai]'"),
+        ("symfonic_otel.haystack", "haystack", "pip install -e '.[haystack]'"),
+        ("symfonic_otel.dspy", "dspy", "pip install -e '.[dspy]'"),
+        ("symfonic_otel.agno", "agno.agent", "pip install -e '.[agno]'"),
+        (
+            "symfonic_otel.agent_framework",
+            "agent_framework",
+            "pip install -e '.[agent-framework]'",
+        ),
         ("symfonic_otel.semantic_kernel", "semantic_kernel", "pip install -e '.[semantic-kernel]'"),
         (
             "symfonic_otel.claude_agent_sdk",

@@ -1,0 +1,310 @@
+"""The Microsoft Agent Framework adapter, on real agents with a scripted chat client.
+
+``SymfonicAgentFramework().middleware`` (agent, chat and function middleware) is given to
+``Agent(middleware=...)``. The loop's cap raises nothing: after ``max_iterations`` model calls
+the framework makes one more call with ``tool_choice="none"`` and returns its reply. That call
+is a ``react_synthesize_fallback`` call (``synthesis.recovered`` when it wrote text) and the run
+a silent bail with stop reason ``recursion_limit``; an answer on the last allowed call is not.
+``run`` and ``run(stream=True)`` give the same verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agent_framework", reason="needs the agent-framework extra")
+
+from agent_framework import AgentSession, tool
+from opentelemetry.trace import StatusCode
+
+from symfonic_otel import semconv, tenant_scope
+from symfonic_otel.agent_framework import SymfonicAgentFramework
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.agent_framework_support import (
+    QUESTION,
+    ScriptedClient,
+    agent,
+    capped_client,
+)
+from tests.support.bail_support import bails_of
+from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+
+
+async def _run(built: Any, **kwargs: Any) -> Any:
+    return await built.run(QUESTION, **kwargs)
+
+
+async def _stream(built: Any, **kwargs: Any) -> Any:
+    stream = built.run(QUESTION, stream=True, **kwargs)
+    async for _ in stream:
+        pass
+    return await stream.get_final_response()
+
+
+ENTRY_POINTS = {"run": _run, "stream": _stream}
+
+
+@pytest.fixture(params=sorted(ENTRY_POINTS))
+def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
+    def call(built: Any, **kwargs: Any) -> Any:
+        return asyncio.run(ENTRY_POINTS[request.param](built, **kwargs))
+
+    yield call
+
+
+def _adapter(telemetry: InMemoryTelemetry, **kwargs: Any) -> SymfonicAgentFramework:
+    return SymfonicAgentFramework(handler=telemetry.handler(**kwargs))
+
+
+def _fallbacks(telemetry: InMemoryTelemetry, recovered: bool) -> float:
+    where = {semconv.SYNTHESIS_RECOVERED: recovered}
+    return telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, where)
+
+
+# --- the cap: max_iterations and the forced final answer ----------------------------------------
+
+
+@pytest.mark.parametrize(("final", "recovered"), [("Probably sunny.", True), ("", False)])
+def test_max_iterations_is_a_silent_bail_and_the_forced_answer_a_fallback(
+    telemetry: InMemoryTelemetry, entry: Any, final: str, recovered: bool
+) -> None:
+    client = capped_client(3, final=final)
+    with tenant_scope("acme"):
+        response = entry(agent(_adapter(telemetry), client))
+
+    assert client.tool_choices[-1] == "none" and len(client.tool_choices) == 4
+    assert response.text  # the framework returned normally (a canned text when blank)
+    assert bails_of(telemetry, "acme", "tool_calls_with_no_text") == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 1
+    assert _fallbacks(telemetry, recovered) == 1
+    assert _fallbacks(telemetry, not recovered) == 0
+    stops = {semconv.RUN_STOP_REASON: "recursion_limit", semconv.TENANT_ID: "acme"}
+    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
+    where = {
+        semconv.TENANT_ID: "acme",
+        semconv.RUN_OUTCOME: "completed",
+        semconv.RESPONSE_EMPTY: not recovered,
+    }
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    run = telemetry.span("invoke_agent helper")
+    assert run.status.status_code is not StatusCode.ERROR
+    assert run.attributes is not None
+    assert run.attributes[semconv.RUN_STOP_REASON] == "recursion_limit"
+    nodes = [
+        (s.attributes or {}).get(semconv.NODE_NAME)
+        for s in telemetry.spans()
+        if s.name == "chat scripted"
+    ]
+    assert nodes.count(semconv.NODE_SYNTHESIZE_FALLBACK) == 1 and len(nodes) == 4
+
+
+def test_max_function_calls_ends_the_same_way(telemetry: InMemoryTelemetry, entry: Any) -> None:
+    client = ScriptedClient(function_invocation_configuration={"max_function_calls": 2})
+    with tenant_scope("acme"):
+        assert entry(agent(_adapter(telemetry), client)).text == "Probably sunny."
+    assert client.tool_choices == ["auto", "auto", "none"]
+    assert bails_of(telemetry, "acme", "tool_calls_with_no_text") == 1
+    assert _fallbacks(telemetry, True) == 1
+
+
+@pytest.mark.parametrize(("max_iterations", "bails"), [(3, 0), (2, 1)])
+def test_an_answer_on_the_last_allowed_call_is_no_bail_and_one_short_is(
+    telemetry: InMemoryTelemetry, entry: Any, max_iterations: int, bails: int
+) -> None:
+    """Two tool turns then the answer: three model calls. ``max_iterations=3`` lets it answer."""
+    client = capped_client(max_iterations, tool_turns=2)
+    with tenant_scope("acme"):
+        entry(agent(_adapter(telemetry), client))
+    assert ("none" in client.tool_choices) == bool(bails)
+    assert bails_of(telemetry, "acme") == bails
+    assert telemetry.value(semconv.SYNTHESIS_FALLBACKS.name) == bails
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+
+
+def test_a_healthy_run_has_our_span_shape(telemetry: InMemoryTelemetry, entry: Any) -> None:
+    adapter = _adapter(telemetry)
+    with tenant_scope("acme"):
+        assert entry(agent(adapter, ScriptedClient(tool_turns=1))).text == "It is sunny."
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    where = {
+        semconv.TENANT_ID: "acme",
+        semconv.RUN_OUTCOME: "completed",
+        semconv.RESPONSE_EMPTY: False,
+    }
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    run = telemetry.span("invoke_agent helper")
+    assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
+    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
+    assert len(chats) == 2
+    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
+    assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
+    tool_span = telemetry.span("execute_tool lookup")
+    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+    assert adapter.open_runs == 0
+
+
+def test_a_user_tool_choice_none_is_no_forced_answer(telemetry: InMemoryTelemetry) -> None:
+    with tenant_scope("acme"):
+        asyncio.run(
+            agent(_adapter(telemetry), ScriptedClient(final="Hi.")).run(
+                QUESTION, options={"tool_choice": "none"}
+            )
+        )
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    assert telemetry.value(semconv.SYNTHESIS_FALLBACKS.name) == 0
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+def test_a_raising_model_reaches_the_caller_and_the_run_is_error_never_a_bail(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    with tenant_scope("acme"), pytest.raises(ConnectionError, match="model down"):
+        entry(agent(_adapter(telemetry), ScriptedClient(fail=True)))
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    run = telemetry.span("invoke_agent helper")
+    assert run.status.status_code is StatusCode.ERROR
+    assert (run.attributes or {})[semconv.ERROR_TYPE] == "ConnectionError"
+
+
+def test_a_raising_tool_is_a_failed_tool_and_the_run_completes(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    @tool(name="lookup")
+    def broken(q: str) -> str:
+        """Look something up."""
+        raise KeyError(q)
+
+    with tenant_scope("acme"):
+        response = entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=1), [broken]))
+    assert response.text == "It is sunny."  # the framework told the model of the error
+    assert (telemetry.span("execute_tool lookup").attributes or {})[semconv.ERROR_TYPE]
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "completed"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+
+
+# --- tenants ------------------------------------------------------------------------------------
+
+
+def test_two_tenants_interleaved_from_the_session_state(telemetry: InMemoryTelemetry) -> None:
+    adapter = _adapter(telemetry)
+    capped = agent(adapter, capped_client(2))
+    healthy = agent(adapter, ScriptedClient(tool_turns=1))
+
+    def session(tenant: str) -> AgentSession:
+        made = AgentSession()
+        made.state["tenant_id"] = tenant
+        return made
+
+    async def both() -> None:
+        await asyncio.gather(
+            capped.run(QUESTION, session=session("acme")),
+            healthy.run(QUESTION, session=session("globex")),
+            _stream(capped, session=session("acme")),
+            _stream(healthy, session=session("globex")),
+        )
+
+    asyncio.run(both())
+    assert bails_of(telemetry, "acme") == 2
+    assert bails_of(telemetry, "globex") == 0
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 2
+    assert adapter.open_runs == 0
+
+
+# --- never hurt the agent -----------------------------------------------------------------------
+
+
+def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
+    telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch, entry: Any
+) -> None:
+    adapter = _adapter(telemetry)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise OSError("telemetry down")
+
+    monkeypatch.setattr(adapter._book, "start_tool", broken)
+    with tenant_scope("acme"):
+        assert entry(agent(adapter, ScriptedClient(tool_turns=1))).text == "It is sunny."
+    dropped = {semconv.TELEMETRY_EVENT: "SymfonicAgentFramework.tool_start"}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+
+
+@pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
+def test_open_runs_are_capped_the_oldest_ends_abandoned(
+    telemetry: InMemoryTelemetry, started: int, open_after: int
+) -> None:
+    """Streams never consumed: their runs never end; the oldest is closed past the cap."""
+    adapter = SymfonicAgentFramework(handler=telemetry.handler(), max_open_runs=2)
+    built = agent(adapter, ScriptedClient(tool_turns=0))
+
+    async def leave_streams() -> None:
+        for _ in range(started):
+            stream = built.run(QUESTION, stream=True)
+            await stream.__anext__()  # the run starts, its stream is then dropped unfinished
+
+    asyncio.run(leave_streams())
+    abandoned = {semconv.RUN_OUTCOME: "abandoned"}
+    assert adapter.open_runs == open_after
+    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started - open_after
+    adapter.close()
+    assert adapter.open_runs == 0
+    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started
+
+
+def test_bad_arguments_get_clear_errors() -> None:
+    with pytest.raises(TypeError, match="OTelCallbackHandler"):
+        SymfonicAgentFramework(handler=object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_open_runs"):
+        SymfonicAgentFramework(max_open_runs=0)
+
+
+# --- loops --------------------------------------------------------------------------------------
+
+
+def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    seen_in_call: list[float] = []
+
+    @tool(name="lookup")
+    def watched(q: str) -> str:
+        """Look something up."""
+        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
+        return f"result for {q}"
+
+    with tenant_scope("acme"):
+        entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=3), [watched]))
+    assert seen_in_call == [0, 0, 1]
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    assert repeated(telemetry, tenant__id="acme") == 2
+    attributes = telemetry.span("invoke_agent helper").attributes or {}
+    assert attributes[semconv.RUN_TOOL_CALLS] == 3
+    assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == 2
+    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
+    assert_no_text(telemetry, '"weather"')
+
+
+def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    def go(adapter: SymfonicAgentFramework, tool_turns: int) -> None:
+        with tenant_scope("acme"):
+            asyncio.run(agent(adapter, ScriptedClient(tool_turns=tool_turns)).run(QUESTION))
+
+    go(_adapter(telemetry), 2)
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    go(_adapter(telemetry, loop_threshold=4), 3)
+    assert looping(telemetry) == 0
+    go(_adapter(telemetry, runaway_calls=2), 2)  # three model calls past a budget of two
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
