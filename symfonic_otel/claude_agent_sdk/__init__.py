@@ -7,14 +7,15 @@
 
 from __future__ import annotations
 
-try:
-    import claude_agent_sdk as _claude_agent_sdk  # noqa: F401  (fail here, with the extra's name)
-except ImportError as exc:  # pragma: no cover - exercised in an environment without it
-    raise ImportError(
-        "symfonic_otel.claude_agent_sdk needs the Claude Agent SDK: "
-        "pip install -e '.[claude-agent-sdk]' from a checkout of symfonic-otel"
-    ) from exc
+from symfonic_otel.invocation.extras import require
 
-from symfonic_otel.claude_agent_sdk.recorder import RecordedSession, SymfonicRecorder
+require(
+    "claude_agent_sdk",
+    __name__,
+    "the Claude Agent SDK",
+    "pip install -e '.[claude-agent-sdk]' from a checkout of symfonic-otel",
+)
+
+from symfonic_otel.claude_agent_sdk.recorder import RecordedSession, SymfonicRecorder  # noqa: E402
 
 __all__ = ["RecordedSession", "SymfonicRecorder"]

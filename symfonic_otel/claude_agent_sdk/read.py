@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 from claude_agent_sdk import AssistantMessage, ResultMessage, TextBlock, ToolUseBlock
 
-from symfonic_otel.framework_runs import Turn
+from symfonic_otel.invocation import Turn
 
 __all__ = ["CAP_SUBTYPES", "Verdict", "turn_of", "usage_of", "verdict_of"]
 

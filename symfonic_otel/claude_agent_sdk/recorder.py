@@ -37,8 +37,8 @@ from claude_agent_sdk.types import HookContext, HookEvent, HookInput, HookJSONOu
 
 from symfonic_otel.claude_agent_sdk.read import Verdict, turn_of, usage_of, verdict_of
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import RunBook, loop_handler
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import RunBook, loop_handler
 
 __all__ = ["RecordedSession", "SymfonicRecorder"]
 

@@ -7,14 +7,15 @@ handler), ``read`` (a chat message's shape, usage and the request's attempt cap)
 
 from __future__ import annotations
 
-try:
-    import semantic_kernel as _semantic_kernel  # noqa: F401  (fail here, with the extra's name)
-except ImportError as exc:  # pragma: no cover - exercised in an environment without it
-    raise ImportError(
-        "symfonic_otel.semantic_kernel needs Semantic Kernel: "
-        "pip install -e '.[semantic-kernel]' from a checkout of symfonic-otel"
-    ) from exc
+from symfonic_otel.invocation.extras import require
 
-from symfonic_otel.semantic_kernel.filters import SymfonicFilters
+require(
+    "semantic_kernel",
+    __name__,
+    "Semantic Kernel",
+    "pip install -e '.[semantic-kernel]' from a checkout of symfonic-otel",
+)
+
+from symfonic_otel.semantic_kernel.filters import SymfonicFilters  # noqa: E402  (after the check)
 
 __all__ = ["SymfonicFilters"]

@@ -38,8 +38,8 @@ from semantic_kernel.functions.kernel_function_from_prompt import KernelFunction
 
 from symfonic_otel import semconv
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.framework_runs import RunBook, loop_handler, tenant_in
 from symfonic_otel.handler import OTelCallbackHandler
+from symfonic_otel.invocation import RunBook, loop_handler, tenant_in
 from symfonic_otel.semantic_kernel.read import (
     attempt_cap,
     message_with,

@@ -9,7 +9,7 @@ from typing import Any, Final
 from semantic_kernel.contents import FunctionCallContent, FunctionResultContent, TextContent
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 
-from symfonic_otel.framework_runs import Turn
+from symfonic_otel.invocation import Turn
 
 __all__ = ["attempt_cap", "message_with", "results_text", "turn_of", "usage_of"]
 
