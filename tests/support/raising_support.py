@@ -11,10 +11,15 @@ RUN_SPAN = "invoke_agent helper"
 
 
 def assert_error_run(
-    telemetry: InMemoryTelemetry, tenant: str, error: BaseException, span: str = RUN_SPAN
+    telemetry: InMemoryTelemetry,
+    tenant: str,
+    error: BaseException,
+    span: str = RUN_SPAN,
+    error_type: str | None = None,
 ) -> None:
-    """One run of ``tenant`` ended ``error`` with the class name of ``error``, never a bail."""
-    error_type = type(error).__name__
+    """One run of ``tenant`` ended ``error`` with the class name of ``error`` (or ``error_type``
+    where the framework does not say the class), never a bail."""
+    error_type = error_type or type(error).__name__
     runs = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "error"}
     assert telemetry.value(semconv.AGENT_RUNS.name, runs) == 1
     assert telemetry.value(semconv.AGENT_RUNS.name) == 1
@@ -33,5 +38,5 @@ def assert_completed_with_failed_tool(
     assert telemetry.value(semconv.AGENT_RUNS.name) == 1
     assert telemetry.value(semconv.SILENT_BAILS.name) == 0
     assert semconv.ERROR_TYPE not in (telemetry.span(span).attributes or {})
-    tool = telemetry.span(tool_span)
-    assert (tool.attributes or {}).get(semconv.ERROR_TYPE) is not None
+    tools = [s for s in telemetry.spans() if s.name == tool_span]  # a framework may retry it
+    assert tools and all((s.attributes or {}).get(semconv.ERROR_TYPE) for s in tools), tools
