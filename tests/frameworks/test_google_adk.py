@@ -225,6 +225,16 @@ def test_tenant_from_run_metadata_then_session_state_and_two_tenants_share_one_p
     assert plugin.open_runs == 0
 
 
+def test_the_run_s_own_metadata_wins_over_the_session_state(telemetry: InMemoryTelemetry) -> None:
+    """A session of tenant ``globex`` running a request the application gave to ``acme``
+    (``RunConfig.custom_metadata``): the run is ``acme``'s; the state is only the fallback."""
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=1))
+    config = RunConfig(custom_metadata={"tenant_id": "acme"})
+    assert asyncio.run(run_async(runner, config, state={"tenant_id": "globex"})) == "It is sunny."
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 0
+
+
 # --- never hurt the agent -----------------------------------------------------------------------
 
 
