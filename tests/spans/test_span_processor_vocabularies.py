@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
 from symfonic_otel.spans import SilentBailSpanProcessor
+from symfonic_otel.spans.reading import MAX_JSON_CHARS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 OI_MESSAGES = semconv.OPENINFERENCE_OUTPUT_MESSAGES
@@ -350,3 +352,109 @@ def test_a_metadata_tenant_that_is_no_scalar_is_unknown(
     metadata = recorded if recorded == '{"tenant_id": oops' else json.dumps({"tenant_id": recorded})
     peer.agent_run(_chat(), {semconv.OPENINFERENCE_METADATA: str(metadata)})
     assert peer.value(semconv.AGENT_RUNS, **{semconv.TENANT_ID: "unknown"}) == 1
+
+
+def test_a_metadata_attribute_of_no_text_type_reads_as_no_tenant(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    peer = Peer(telemetry, tenant_metadata_key="tenant_id")
+    peer.agent_run(_chat(), {semconv.OPENINFERENCE_METADATA: 7})
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.TENANT_ID: "unknown"}) == 1
+    assert peer.value(semconv.DROPPED_EVENTS) == 0
+
+
+@pytest.mark.parametrize(("extra", "tenant"), [(0, "acme"), (1, "unknown")])
+def test_metadata_is_read_up_to_the_json_bound_and_not_past_it(
+    telemetry: InMemoryTelemetry, extra: int, tenant: str
+) -> None:
+    peer = Peer(telemetry, tenant_metadata_key="tenant_id")
+    bare = json.dumps({"tenant_id": "acme", "pad": ""})
+    padding = "x" * (MAX_JSON_CHARS - len(bare) + extra)
+    metadata = json.dumps({"tenant_id": "acme", "pad": padding})
+    assert len(metadata) == MAX_JSON_CHARS + extra
+    peer.agent_run(_chat(), {semconv.OPENINFERENCE_METADATA: metadata})
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.TENANT_ID: tenant}) == 1
+
+
+# --- a sub-agent's ending, relayed to the run around it ------------------------------------
+
+
+def _runs_by_agent(peer: Peer) -> dict[str, tuple[str | None, object]]:
+    """Per agent name: (bail reason, response.empty) of its one run."""
+    bails = {
+        attrs[semconv.GEN_AI_AGENT_NAME]: attrs[semconv.REACT_TERMINATION_REASON]
+        for attrs, value in peer.memory.points(semconv.SILENT_BAILS.name)
+        if value
+    }
+    return {
+        attrs[semconv.GEN_AI_AGENT_NAME]: (
+            bails.get(attrs[semconv.GEN_AI_AGENT_NAME]),
+            attrs.get(semconv.RESPONSE_EMPTY),
+        )
+        for attrs, value in peer.memory.points(semconv.AGENT_RUNS.name)
+        if value
+    }
+
+
+@pytest.mark.parametrize(
+    ("inner_call", "inner_failed", "inner", "outer"),
+    [
+        (("stop", "hi"), False, (None, False), (None, False)),
+        (
+            ("stop", " "),
+            False,
+            ("no_content_no_tool_calls", True),
+            ("no_content_no_tool_calls", True),
+        ),
+        (("stop", None), False, (None, None), (None, None)),
+        (
+            ("tool_calls", None),
+            False,
+            ("tool_calls_with_no_text", True),
+            ("tool_calls_with_no_text", True),
+        ),
+        (("stop", "hi"), True, (None, None), (None, None)),
+    ],
+)
+def test_a_parent_that_ends_on_its_sub_agent_is_judged_on_what_the_sub_agent_gave(
+    peer: Peer,
+    inner_call: tuple[str, str | None],
+    inner_failed: bool,
+    inner: tuple[str | None, object],
+    outer: tuple[str | None, object],
+) -> None:
+    """The parent calls the model once (tools), hands over to a sub-agent and ends: the
+    sub-agent's answer is the parent's last word; a failed sub-agent's is not known."""
+    finish, text = inner_call
+    inner_chat = _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: (finish,)})
+    if text is not None:
+        inner_chat[semconv.GEN_AI_OUTPUT_MESSAGES] = _parts({"type": "text", "content": text})
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    with peer.span("outer", {**agent, semconv.GEN_AI_AGENT_NAME: "outer"}):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)}))
+        with peer.span("inner", {**agent, semconv.GEN_AI_AGENT_NAME: "inner"}) as span:
+            peer.span_once("chat", inner_chat)
+            if inner_failed:
+                span.set_status(Status(StatusCode.ERROR))
+    runs = _runs_by_agent(peer)
+    assert runs["inner"] == inner
+    assert runs["outer"] == outer
+
+
+# --- losses --------------------------------------------------------------------------------
+
+
+def test_a_failure_inside_the_processor_is_a_span_end_loss(
+    peer: Peer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(peer.processor, "_on_end", broken)
+    peer.agent_run(_chat())
+    [(attrs, value)] = peer.memory.points(semconv.DROPPED_EVENTS.name)
+    assert attrs == {
+        semconv.TELEMETRY_EVENT: "span_end",
+        semconv.TELEMETRY_DROP_REASON: "internal_error",
+    }
+    assert value == 2
