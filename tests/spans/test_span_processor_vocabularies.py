@@ -17,11 +17,14 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
+from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
+from symfonic_otel.core.loops import MAX_SIGNATURES
 from symfonic_otel.spans import SilentBailSpanProcessor
 from symfonic_otel.spans.reading import MAX_JSON_CHARS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.loop_support import looping, repeated
 
 OI_MESSAGES = semconv.OPENINFERENCE_OUTPUT_MESSAGES
 COMPLETIONS = semconv.TRACELOOP_COMPLETIONS
@@ -458,3 +461,72 @@ def test_a_failure_inside_the_processor_is_a_span_end_loss(
         semconv.TELEMETRY_DROP_REASON: "internal_error",
     }
     assert value == 2
+
+
+def test_a_loss_that_cannot_be_counted_is_logged_once_as_such(
+    peer: Peer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(peer.processor, "_on_end", broken)
+    monkeypatch.setattr(peer.processor._metrics, "dropped", broken)
+    with capture_logs() as logs:
+        peer.agent_run(_chat())  # two spans: each failure logged once per kind
+    kinds = [entry["kind"] for entry in logs if entry["event"] == "symfonic_otel.internal_failure"]
+    assert kinds == ["span_processor", "drop_count"]
+
+
+# --- tool calls, through the spans between them and their run ------------------------------
+
+
+def _tool(peer: Peer, arguments: str) -> None:
+    peer.span_once(
+        "execute_tool add",
+        {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+            semconv.GEN_AI_TOOL_NAME: "add",
+            semconv.GEN_AI_TOOL_CALL_ARGUMENTS: arguments,
+        },
+    )
+
+
+def test_identical_tool_calls_under_a_node_span_count_as_repeats(peer: Peer) -> None:
+    """A graph's tools node between the run and its tool spans (LangGraph's shape): the calls
+    are summed on the way up, once."""
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    with peer.span("invoke_agent", agent):
+        for _ in range(2):
+            with peer.span("tools", {}):
+                _tool(peer, '{"a": 1}')
+                _tool(peer, '{"a": 1}')
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+    assert repeated(peer.memory) == 3
+    assert looping(peer.memory, semconv.LOOP_REPEATED_TOOL_CALL) == 1
+
+
+def test_distinct_tool_calls_are_tracked_up_to_the_signature_bound(peer: Peer) -> None:
+    """Past ``MAX_SIGNATURES`` distinct calls a new one is not tracked; one already tracked
+    still counts its repeats."""
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    with peer.span("invoke_agent", agent):
+        for index in range(MAX_SIGNATURES):
+            _tool(peer, json.dumps({"a": index}))
+        _tool(peer, json.dumps({"a": 0}))  # tracked: a repeat
+        for _ in range(3):
+            _tool(peer, json.dumps({"a": "new"}))  # one past the bound: not tracked
+    assert repeated(peer.memory) == 1
+    assert looping(peer.memory) == 0
+
+
+def test_a_span_wrapping_one_invocation_keeps_the_invocations_recorded_answer(
+    peer: Peer,
+) -> None:
+    """OpenLLMetry's workflow span around an ``invoke_agent`` that recorded a blank final
+    result: the wrapper records no output of its own, and the blank answer stands."""
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    workflow = {semconv.TRACELOOP_SPAN_KIND: semconv.TRACELOOP_KIND_WORKFLOW}
+    blank_result = {**agent, semconv.PYDANTIC_AI_FINAL_RESULT: " "}
+    with peer.span("workflow", workflow), peer.span("invoke_agent", blank_result):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+    assert peer.verdict() == ("no_content_no_tool_calls", "end_turn", True)
