@@ -530,3 +530,23 @@ def test_a_span_wrapping_one_invocation_keeps_the_invocations_recorded_answer(
     with peer.span("workflow", workflow), peer.span("invoke_agent", blank_result):
         peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
     assert peer.verdict() == ("no_content_no_tool_calls", "end_turn", True)
+
+
+def test_an_invocation_counted_at_its_wrappers_eviction_is_not_counted_again(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """``max_traces=1``: the wrapper of an ended invocation is evicted (and its run counted)
+    by another trace; the wrapper ending later opens no second run."""
+    peer = Peer(telemetry, max_traces=1)
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    workflow = peer.tracer.start_span(
+        "workflow", attributes={semconv.TRACELOOP_SPAN_KIND: semconv.TRACELOOP_KIND_WORKFLOW}
+    )
+    with trace.use_span(workflow, end_on_exit=False), peer.span("invoke_agent", agent):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+    with peer.span("another request", {}):
+        peer.span_once("chat", _chat())  # takes the one open slot: the wrapper is evicted
+    assert peer.value(semconv.AGENT_RUNS) == 1
+    workflow.end()
+    assert peer.value(semconv.AGENT_RUNS) == 1
+    assert peer.processor.open_traces == 0
