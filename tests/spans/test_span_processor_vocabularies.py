@@ -473,8 +473,9 @@ def test_a_loss_that_cannot_be_counted_is_logged_once_as_such(
     monkeypatch.setattr(peer.processor._metrics, "dropped", broken)
     with capture_logs() as logs:
         peer.agent_run(_chat())  # two spans: each failure logged once per kind
-    kinds = [entry["kind"] for entry in logs if entry["event"] == "symfonic_otel.internal_failure"]
-    assert kinds == ["span_processor", "drop_count"]
+    failures = [entry for entry in logs if entry["event"] == "symfonic_otel.internal_failure"]
+    assert [entry["kind"] for entry in failures] == ["span_processor", "drop_count"]
+    assert [entry["error_type"] for entry in failures] == ["RuntimeError", "RuntimeError"]
 
 
 # --- tool calls, through the spans between them and their run ------------------------------
@@ -550,3 +551,51 @@ def test_an_invocation_counted_at_its_wrappers_eviction_is_not_counted_again(
     workflow.end()
     assert peer.value(semconv.AGENT_RUNS) == 1
     assert peer.processor.open_traces == 0
+
+
+# --- exemplars -----------------------------------------------------------------------------
+
+
+def _exemplars(metrics: dict[str, Any], name: str) -> list[tuple[int, int]]:
+    return [
+        (exemplar.trace_id, exemplar.span_id)
+        for point in metrics[name].data.data_points
+        for exemplar in point.exemplars
+    ]
+
+
+def test_a_bailing_runs_span_is_the_exemplar_of_its_duration_and_its_bail(peer: Peer) -> None:
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    with peer.span("invoke_agent", agent) as span:
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)}))
+    run = (span.get_span_context().trace_id, span.get_span_context().span_id)
+    metrics = peer.memory.metrics()
+    assert _exemplars(metrics, semconv.AGENT_DURATION.name) == [run]
+    assert _exemplars(metrics, semconv.SILENT_BAILS.name) == [run]
+
+
+def test_of_two_recorded_answers_ending_on_one_tick_the_wrappers_is_the_last(
+    peer: Peer,
+) -> None:
+    """The invocation recorded an answer, its wrapper a blank one, both ending on one clock
+    tick: the later reported (the wrapper's) is the run's final output."""
+    tick = 1_000_000_000
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    workflow = peer.tracer.start_span(
+        "workflow",
+        attributes={
+            semconv.TRACELOOP_SPAN_KIND: semconv.TRACELOOP_KIND_WORKFLOW,
+            semconv.PYDANTIC_AI_FINAL_RESULT: " ",
+        },
+        start_time=tick,
+    )
+    context = trace.set_span_in_context(workflow)
+    inner = peer.tracer.start_span(
+        "invoke_agent",
+        context=context,
+        attributes={**agent, semconv.PYDANTIC_AI_FINAL_RESULT: "hi"},
+        start_time=tick,
+    )
+    inner.end(end_time=tick + 10)
+    workflow.end(end_time=tick + 10)
+    assert peer.verdict() == ("no_content_no_tool_calls", None, True)
