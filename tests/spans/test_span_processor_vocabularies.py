@@ -599,3 +599,23 @@ def test_of_two_recorded_answers_ending_on_one_tick_the_wrappers_is_the_last(
     inner.end(end_time=tick + 10)
     workflow.end(end_time=tick + 10)
     assert peer.verdict() == ("no_content_no_tool_calls", None, True)
+
+
+def test_the_calls_per_run_carry_the_runs_outcome(peer: Peer) -> None:
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    peer.agent_run(_chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+    with peer.span("invoke_agent", agent) as span:
+        peer.span_once("chat", _chat())
+        span.set_status(Status(StatusCode.ERROR))
+    points = peer.memory.points(semconv.INVOKE_AGENT_INFERENCE_CALLS.name)
+    assert sorted(attrs[semconv.RUN_OUTCOME] for attrs, _ in points) == ["completed", "error"]
+
+
+def test_a_looping_runs_span_is_the_exemplar_of_its_loop(peer: Peer) -> None:
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    with peer.span("invoke_agent", agent) as span:
+        for _ in range(3):
+            _tool(peer, '{"a": 1}')
+    run = (span.get_span_context().trace_id, span.get_span_context().span_id)
+    metrics = peer.memory.metrics()
+    assert _exemplars(metrics, semconv.LOOPING_RUNS.name) == [run]
