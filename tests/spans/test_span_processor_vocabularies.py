@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 from structlog.testing import capture_logs
 
-from symfonic_otel import semconv
+from symfonic_otel import OutcomeRetentionSpanProcessor, semconv
 from symfonic_otel.core.loops import MAX_SIGNATURES
 from symfonic_otel.spans import SilentBailSpanProcessor
 from symfonic_otel.spans.reading import MAX_JSON_CHARS
@@ -619,3 +621,35 @@ def test_a_looping_runs_span_is_the_exemplar_of_its_loop(peer: Peer) -> None:
     run = (span.get_span_context().trace_id, span.get_span_context().span_id)
     metrics = peer.memory.metrics()
     assert _exemplars(metrics, semconv.LOOPING_RUNS.name) == [run]
+
+
+# --- which traces outcome retention keeps on the processor's word --------------------------
+
+
+WORKFLOW = {semconv.TRACELOOP_SPAN_KIND: semconv.TRACELOOP_KIND_WORKFLOW}
+
+
+@pytest.mark.parametrize(
+    ("text", "failed", "kept"),
+    [("hi", False, False), (" ", False, True), ("hi", True, True), (None, False, False)],
+    ids=["answer", "blank-bail", "error", "unknown"],
+)
+def test_retention_keeps_the_traces_of_bails_and_errors_only(
+    telemetry: InMemoryTelemetry, text: str | None, failed: bool, kept: bool
+) -> None:
+    """An OpenLLMetry workflow below the request's span: its ERROR status alone is no reason
+    retention reads, the processor's verdict (outcome ``error``) is."""
+    exported = InMemorySpanExporter()
+    retention = OutcomeRetentionSpanProcessor(
+        SimpleSpanProcessor(exported), healthy_trace_ratio=0.0
+    )
+    telemetry.tracer_provider.add_span_processor(retention)
+    peer = Peer(telemetry)
+    call = _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)})
+    if text is not None:
+        call[semconv.GEN_AI_OUTPUT_MESSAGES] = _parts({"type": "text", "content": text})
+    with peer.span("request", {}), peer.span("workflow", WORKFLOW) as span:
+        peer.span_once("chat", call)
+        if failed:
+            span.set_status(Status(StatusCode.ERROR))
+    assert len(exported.get_finished_spans()) == (3 if kept else 0)
