@@ -653,3 +653,13 @@ def test_retention_keeps_the_traces_of_bails_and_errors_only(
         if failed:
             span.set_status(Status(StatusCode.ERROR))
     assert len(exported.get_finished_spans()) == (3 if kept else 0)
+
+
+def test_a_step_cap_on_a_node_span_inside_the_run_caps_the_run(peer: Peer) -> None:
+    """LangGraph's recursion error recorded on a node span (no run) inside the agent run."""
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    cap = {semconv.ERROR_TYPE: "langgraph.errors.GraphRecursionError"}
+    with peer.span("invoke_agent", agent), peer.span("node", cap):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+    assert peer.verdict() == ("tool_calls_with_no_text", "recursion_limit", None)
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 1
