@@ -663,3 +663,17 @@ def test_a_step_cap_on_a_node_span_inside_the_run_caps_the_run(peer: Peer) -> No
         peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
     assert peer.verdict() == ("tool_calls_with_no_text", "recursion_limit", None)
     assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 1
+
+
+def test_a_step_cap_in_an_agent_node_caps_the_graph_run_it_is_part_of(peer: Peer) -> None:
+    """OpenInference: the root chain is the run; an ``AGENT`` node below it is part of that
+    run, and the recursion error recorded on the node caps the run."""
+    chain = {semconv.OPENINFERENCE_SPAN_KIND: semconv.OPENINFERENCE_KIND_CHAIN}
+    node = {
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.OPENINFERENCE_KIND_AGENT,
+        semconv.ERROR_TYPE: "langgraph.errors.GraphRecursionError",
+    }
+    with peer.span("LangGraph", chain), peer.span("agent", node):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+    assert peer.verdict() == ("tool_calls_with_no_text", "recursion_limit", None)
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 1
