@@ -677,3 +677,21 @@ def test_a_step_cap_in_an_agent_node_caps_the_graph_run_it_is_part_of(peer: Peer
         peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
     assert peer.verdict() == ("tool_calls_with_no_text", "recursion_limit", None)
     assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 1
+
+
+def test_a_sub_agents_cap_raised_through_an_agent_node_and_the_graph_counts_once(
+    peer: Peer,
+) -> None:
+    """A capped sub-agent called from an OpenInference agent node: its recursion error is
+    recorded again on the node and on the root chain on its way up; one bail, the sub-agent's."""
+    cap = {semconv.ERROR_TYPE: "langgraph.errors.GraphRecursionError"}
+    chain = {semconv.OPENINFERENCE_SPAN_KIND: semconv.OPENINFERENCE_KIND_CHAIN, **cap}
+    node = {semconv.OPENINFERENCE_SPAN_KIND: semconv.OPENINFERENCE_KIND_AGENT, **cap}
+    sub = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT, **cap}
+    tool_turn = _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)})
+    with peer.span("LangGraph", chain), peer.span("agent", node):
+        peer.span_once("chat", tool_turn)
+        with peer.span("invoke_agent", sub):
+            peer.span_once("chat", tool_turn)
+    assert peer.value(semconv.SILENT_BAILS) == 1
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 2
