@@ -695,3 +695,24 @@ def test_a_sub_agents_cap_raised_through_an_agent_node_and_the_graph_counts_once
             peer.span_once("chat", tool_turn)
     assert peer.value(semconv.SILENT_BAILS) == 1
     assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 2
+
+
+def test_a_wrapped_invocation_below_another_run_is_a_sub_run_of_its_own(peer: Peer) -> None:
+    """A supervisor calls a sub-agent whose ``invoke_agent`` span OpenLLMetry wraps in a
+    workflow span: two runs, the wrapped one not folded into the supervisor's."""
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    answer = _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)})
+    with peer.span("invoke_agent", {**agent, semconv.GEN_AI_AGENT_NAME: "outer"}):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)}))
+        with peer.span("workflow", WORKFLOW), peer.span("invoke_agent", agent):
+            peer.span_once("chat", answer)
+        peer.span_once("chat", answer)
+    assert peer.value(semconv.AGENT_RUNS) == 2
+
+
+def test_a_failed_wrapper_fails_the_invocation_it_wraps(peer: Peer) -> None:
+    agent = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+    with peer.span("workflow", WORKFLOW) as wrapper, peer.span("invoke_agent", agent):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+        wrapper.set_status(Status(StatusCode.ERROR))
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 1
