@@ -716,3 +716,32 @@ def test_a_failed_wrapper_fails_the_invocation_it_wraps(peer: Peer) -> None:
         peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
         wrapper.set_status(Status(StatusCode.ERROR))
     assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 1
+
+
+CAP = {semconv.ERROR_TYPE: "langgraph.errors.GraphRecursionError"}
+AGENT = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
+
+
+@pytest.mark.parametrize("where", ["wrapper", "node-between"])
+def test_a_cap_recorded_around_a_wrapped_invocation_caps_it(peer: Peer, where: str) -> None:
+    """The recursion error on the wrapper itself, or on a span that is no run between the
+    wrapper and the invocation: the invocation is capped, once."""
+    wrapper = {**WORKFLOW, **CAP} if where == "wrapper" else WORKFLOW
+    node = CAP if where == "node-between" else {}
+    with peer.span("workflow", wrapper), peer.span("node", node), peer.span("agent", AGENT):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+    assert peer.verdict() == ("tool_calls_with_no_text", "recursion_limit", None)
+
+
+def test_a_cap_below_a_wrapped_invocation_is_not_counted_again_above_it(peer: Peer) -> None:
+    """A sub-agent capped inside an invocation that a workflow wraps, inside a supervisor:
+    the error recorded on every span on its way up is the sub-agent's one bail."""
+    tool_turn = _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)})
+    with peer.span("supervisor", {**AGENT, **CAP}):
+        peer.span_once("chat", tool_turn)
+        with peer.span("workflow", {**WORKFLOW, **CAP}), peer.span("agent", {**AGENT, **CAP}):
+            peer.span_once("chat", tool_turn)
+            with peer.span("sub-agent", {**AGENT, **CAP}):
+                peer.span_once("chat", tool_turn)
+    assert peer.value(semconv.SILENT_BAILS) == 1
+    assert peer.value(semconv.AGENT_RUNS) == 3
