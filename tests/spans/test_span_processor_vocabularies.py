@@ -745,3 +745,16 @@ def test_a_cap_below_a_wrapped_invocation_is_not_counted_again_above_it(peer: Pe
                 peer.span_once("chat", tool_turn)
     assert peer.value(semconv.SILENT_BAILS) == 1
     assert peer.value(semconv.AGENT_RUNS) == 3
+
+
+def test_tool_calls_beside_a_wrapped_invocation_keep_their_own_arguments(peer: Peer) -> None:
+    """Tool spans under the wrapper but outside the invocation count for the invocation, each
+    with its own arguments: three different calls are no repeats."""
+    with peer.span("workflow", WORKFLOW):
+        with peer.span("agent", AGENT):
+            peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+        for index in range(3):
+            _tool(peer, json.dumps({"a": index}))
+    assert peer.value(semconv.AGENT_RUNS) == 1
+    assert repeated(peer.memory) == 0
+    assert looping(peer.memory) == 0
