@@ -747,14 +747,17 @@ def test_a_cap_below_a_wrapped_invocation_is_not_counted_again_above_it(peer: Pe
     assert peer.value(semconv.AGENT_RUNS) == 3
 
 
-def test_tool_calls_beside_a_wrapped_invocation_keep_their_own_arguments(peer: Peer) -> None:
+@pytest.mark.parametrize(("same", "repeats"), [(False, 0), (True, 2)])
+def test_tool_calls_beside_a_wrapped_invocation_count_for_it(
+    peer: Peer, same: bool, repeats: int
+) -> None:
     """Tool spans under the wrapper but outside the invocation count for the invocation, each
-    with its own arguments: three different calls are no repeats."""
+    with its own arguments and each as often as it was made."""
     with peer.span("workflow", WORKFLOW):
         with peer.span("agent", AGENT):
             peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
         for index in range(3):
-            _tool(peer, json.dumps({"a": index}))
+            _tool(peer, json.dumps({"a": 0 if same else index}))
     assert peer.value(semconv.AGENT_RUNS) == 1
-    assert repeated(peer.memory) == 0
-    assert looping(peer.memory) == 0
+    assert repeated(peer.memory) == repeats
+    assert looping(peer.memory) == (1 if same else 0)
