@@ -761,3 +761,18 @@ def test_tool_calls_beside_a_wrapped_invocation_count_for_it(
     assert peer.value(semconv.AGENT_RUNS) == 1
     assert repeated(peer.memory) == repeats
     assert looping(peer.memory) == (1 if same else 0)
+
+
+def test_a_parent_that_ends_on_its_sub_agent_takes_the_sub_agents_stop_reason(
+    peer: Peer,
+) -> None:
+    with peer.span("outer", {**AGENT, semconv.GEN_AI_AGENT_NAME: "outer"}):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)}))
+        with peer.span("inner", {**AGENT, semconv.GEN_AI_AGENT_NAME: "inner"}):
+            peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("length",)}))
+    stops = {
+        attrs[semconv.GEN_AI_AGENT_NAME]: attrs[semconv.RUN_STOP_REASON]
+        for attrs, value in peer.memory.points(semconv.STOP_REASONS.name)
+        if value
+    }
+    assert stops == {"outer": "max_tokens", "inner": "max_tokens"}
