@@ -128,4 +128,4 @@ def _close_run(out: Pending, reading: SpanReading, key: SpanKey, times: tuple[in
         out.placed.extend(nested)
         out.runs = [run]
     out.calls = Calls()
-    out.step_cap = False
+    out.step_cap = False  # pragma: no mutate: only ever tested for truth

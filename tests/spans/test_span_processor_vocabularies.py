@@ -776,3 +776,24 @@ def test_a_parent_that_ends_on_its_sub_agent_takes_the_sub_agents_stop_reason(
         if value
     }
     assert stops == {"outer": "max_tokens", "inner": "max_tokens"}
+
+
+def test_a_sub_agents_ending_is_no_model_call_of_the_parent(peer: Peer) -> None:
+    with peer.span("outer", {**AGENT, semconv.GEN_AI_AGENT_NAME: "outer"}):
+        peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)}))
+        with peer.span("inner", {**AGENT, semconv.GEN_AI_AGENT_NAME: "inner"}):
+            peer.span_once("chat", _chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)}))
+    calls = {
+        attrs[semconv.GEN_AI_AGENT_NAME]: point.sum
+        for attrs, point in peer.memory.points(semconv.INVOKE_AGENT_INFERENCE_CALLS.name)
+    }
+    assert calls == {"outer": 1, "inner": 1}
+
+
+def test_a_tenant_found_inside_the_run_outranks_a_lesser_one_above_it(peer: Peer) -> None:
+    """``tenant_id`` (the first attribute) on the model call, OpenLLMetry's association
+    property (the second) on the request span above the run: the first wins."""
+    association = semconv.SPAN_TENANT_ATTRIBUTES[1]
+    with peer.span("request", {association: "globex"}), peer.span("agent", AGENT):
+        peer.span_once("chat", _chat(**{semconv.TENANT_ID: "acme"}))
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.TENANT_ID: "acme"}) == 1
