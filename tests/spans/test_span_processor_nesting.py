@@ -428,3 +428,19 @@ def test_a_tenant_found_inside_the_run_outranks_a_lesser_one_above_it(peer: Peer
     with peer.span("request", {association: "globex"}), peer.span("agent", AGENT):
         peer.span_once("chat", chat(**{semconv.TENANT_ID: "acme"}))
     assert peer.value(semconv.AGENT_RUNS, **{semconv.TENANT_ID: "acme"}) == 1
+
+
+@pytest.mark.parametrize("ending", ["step-cap", "failure"])
+def test_a_run_ending_in_an_error_still_records_its_duration_and_iterations(
+    peer: Peer, ending: str
+) -> None:
+    with peer.span("invoke_agent", {**AGENT, **(CAP if ending == "step-cap" else {})}) as span:
+        for _ in range(2):
+            peer.span_once(
+                "chat", chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)})
+            )
+        span.set_status(Status(StatusCode.ERROR))
+    [(_, duration)] = peer.memory.points(semconv.AGENT_DURATION.name)
+    assert duration.count == 1 and duration.sum >= 0
+    [(_, iterations)] = peer.memory.points(semconv.REACT_ITERATIONS.name)
+    assert iterations.sum == 2
