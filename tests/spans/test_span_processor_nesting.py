@@ -430,17 +430,30 @@ def test_a_tenant_found_inside_the_run_outranks_a_lesser_one_above_it(peer: Peer
     assert peer.value(semconv.AGENT_RUNS, **{semconv.TENANT_ID: "acme"}) == 1
 
 
-@pytest.mark.parametrize("ending", ["step-cap", "failure"])
-def test_a_run_ending_in_an_error_still_records_its_duration_and_iterations(
-    peer: Peer, ending: str
-) -> None:
-    with peer.span("invoke_agent", {**AGENT, **(CAP if ending == "step-cap" else {})}) as span:
-        for _ in range(2):
-            peer.span_once(
-                "chat", chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)})
-            )
+ENDINGS = {
+    "step-cap": ("tool_calls", None),
+    "failure": ("tool_calls", None),
+    "tool-calls": ("tool_calls", None),
+    "blank": ("stop", " "),
+}
+
+
+@pytest.mark.parametrize("ending", list(ENDINGS))
+def test_every_ending_records_the_runs_duration_and_iterations(peer: Peer, ending: str) -> None:
+    """Ten seconds, two model calls, whether the run was capped, failed, or bailed."""
+    finish, text = ENDINGS[ending]
+    last = chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: (finish,)})
+    if text is not None:
+        last[semconv.GEN_AI_OUTPUT_MESSAGES] = parts({"type": "text", "content": text})
+    attributes = {**AGENT, **(CAP if ending == "step-cap" else {})}
+    span = peer.tracer.start_span("invoke_agent", attributes=attributes, start_time=10**9)
+    with trace.use_span(span, end_on_exit=False):
+        peer.span_once("chat", chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)}))
+        peer.span_once("chat", last)
+    if ending in ("step-cap", "failure"):
         span.set_status(Status(StatusCode.ERROR))
+    span.end(end_time=11 * 10**9)
     [(_, duration)] = peer.memory.points(semconv.AGENT_DURATION.name)
-    assert duration.count == 1 and duration.sum >= 0
+    assert (duration.count, duration.sum) == (1, 10.0)
     [(_, iterations)] = peer.memory.points(semconv.REACT_ITERATIONS.name)
     assert iterations.sum == 2
