@@ -25,9 +25,15 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.agno import SymfonicAgno
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.adapter_checks import (
+    assert_bad_arguments_rejected,
+    assert_dropped_once_and_the_run_counted,
+    assert_loop_options_reach_the_handler,
+    assert_three_lookups_looped,
+)
 from tests.support.agno_support import QUESTION, ScriptedModel, agent
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import looping
 
 
 def run(built: Any, **kwargs: Any) -> Any:
@@ -225,9 +231,7 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     with tenant_scope("acme"):
         assert run(built).content == "It is sunny."
 
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicAgno.tool_start"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgno.tool_start")
 
 
 @pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
@@ -257,10 +261,7 @@ def test_instrument_is_idempotent_and_bad_arguments_get_clear_errors(
     with tenant_scope("acme"):
         run(built)
     assert telemetry.value(semconv.AGENT_RUNS.name) == 1
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicAgno(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicAgno(max_open_runs=0)
+    assert_bad_arguments_rejected(SymfonicAgno)
     with pytest.raises(TypeError, match="Agent"):
         adapter.instrument(object())  # type: ignore[arg-type]
 
@@ -281,30 +282,17 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     built = agent(_adapter(telemetry), ScriptedModel(tool_turns=3), tools=[lookup])
     with tenant_scope("acme"):
         assert entry(built).content == "It is sunny."
-    assert seen_in_call == [0, 0, 1]  # detected before the run ended
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent helper").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == 2
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    with tenant_scope("acme"):
-        run(agent(_adapter(telemetry), ScriptedModel(tool_turns=2)))
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    with tenant_scope("acme"):
-        run(agent(_adapter(telemetry, loop_threshold=4), ScriptedModel(tool_turns=3)))
-    assert looping(telemetry) == 0
-    with tenant_scope("acme"):  # three model calls past a budget of two
-        run(agent(_adapter(telemetry, runaway_calls=2), ScriptedModel(tool_turns=2)))
-    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    def go(tool_turns: int, **options: Any) -> None:
+        with tenant_scope("acme"):
+            run(agent(_adapter(telemetry, **options), ScriptedModel(tool_turns=tool_turns)))
+
+    assert_loop_options_reach_the_handler(telemetry, go)
 
 
 def test_model_calls_are_read_at_each_tool_call_so_the_call_budget_counts_while_it_runs(

@@ -31,6 +31,10 @@ from crewai.tools import tool
 from symfonic_otel import semconv
 from symfonic_otel.crewai import SymfonicListener
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.adapter_checks import (
+    assert_bad_arguments_rejected,
+    assert_dropped_once_and_the_run_counted,
+)
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 
@@ -262,16 +266,11 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     assert kickoff(_crew(scripted(tool_turns=1), max_iter=5), "acme") == "It is sunny."
     crewai_event_bus.flush()
 
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicListener.tool_start"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicListener.tool_start")
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicListener(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicListener(max_open_runs=0)
+    assert_bad_arguments_rejected(SymfonicListener)
 
 
 # --- loops: identical tool calls and the call budget -------------------------------------------

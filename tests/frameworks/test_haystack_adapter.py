@@ -35,8 +35,16 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.haystack import SymfonicTracer
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.adapter_checks import (
+    assert_bad_arguments_rejected,
+    assert_cancelled_never_a_bail,
+    assert_dropped_once_and_the_run_counted,
+    assert_loop_options_reach_the_handler,
+    assert_one_healthy_run,
+    assert_three_lookups_looped,
+)
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import assert_no_text, looping
 
 FOREVER = 10**6
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
@@ -174,13 +182,7 @@ def test_an_answer_is_a_completed_run_with_our_span_shape(
     with tenant_scope("acme"):
         result = entry(_agent(Script(tool_turns=1)))
     assert result["last_message"].text == "It is sunny."
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    where = {
-        semconv.TENANT_ID: "acme",
-        semconv.RUN_OUTCOME: "completed",
-        semconv.RESPONSE_EMPTY: False,
-    }
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert_one_healthy_run(telemetry)
     run_span = telemetry.span("invoke_agent symfonic")
     assert (run_span.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
     chats = [s for s in telemetry.spans() if s.name == "chat mock-model"]
@@ -373,9 +375,7 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     monkeypatch.setattr(tracer._book, "start_tool", broken)
     with tenant_scope("acme"):
         assert run(_agent(Script(tool_turns=1)))["last_message"].text == "It is sunny."
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicTracer.content"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicTracer.content")
 
 
 def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTelemetry) -> None:
@@ -397,10 +397,7 @@ def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTe
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicTracer(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicTracer(max_open_runs=0)
+    assert_bad_arguments_rejected(SymfonicTracer)
 
 
 # --- loops ---------------------------------------------------------------------------------------
@@ -420,15 +417,9 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     with tenant_scope("acme"):
         result = entry(_agent(Script(tool_turns=3), tools=[lookup]))
     assert result["exit_reason"] == "text"
-    assert seen_in_call == [0, 0, 1]  # detected before the run ended
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent symfonic").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    assert_three_lookups_looped(
+        telemetry, seen_in_call, span="invoke_agent symfonic", repeated_calls=None
+    )
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
@@ -443,12 +434,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
             made.uninstall()
             disable_tracing()
 
-    once(2)
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    once(3, loop_threshold=4)
-    assert looping(telemetry) == 0
-    once(2, runaway_calls=2)  # three model calls past a budget of two
-    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    assert_loop_options_reach_the_handler(telemetry, once)
 
 
 def test_a_cancelled_run_is_cancelled_never_a_bail(
@@ -477,9 +463,7 @@ def test_a_cancelled_run_is_cancelled_never_a_bail(
             await task
 
     asyncio.run(go())
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    assert_cancelled_never_a_bail(telemetry)
     stops = {semconv.RUN_STOP_REASON: "interrupted"}
     assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
 

@@ -1,0 +1,87 @@
+"""Checks every framework adapter's tests make the same way: the looping run of three identical
+lookups, the loop options reaching the handler, a failing adapter counted as a dropped event, and
+clear errors for bad arguments. The framework environments import this too, so it needs only
+pytest and the package."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from symfonic_otel import semconv
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+
+
+def assert_three_lookups_looped(
+    telemetry: InMemoryTelemetry,
+    seen_in_call: list[float],
+    *,
+    span: str = "invoke_agent helper",
+    inference_calls: int = 4,
+    repeated_calls: int | None = 2,
+) -> None:
+    """``lookup(q="weather")`` called three times for tenant ``acme``: one looping run, counted
+    at the third call (``seen_in_call`` read inside each call), two repeats, the run span's
+    counts and loop event, and the argument's text nowhere."""
+    assert seen_in_call == [0, 0, 1]  # detected before the run ended
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    assert repeated(telemetry, tenant__id="acme") == 2
+    attributes = telemetry.span(span).attributes or {}
+    assert attributes[semconv.RUN_TOOL_CALLS] == 3
+    if repeated_calls is not None:
+        assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == repeated_calls
+    assert attributes[semconv.RUN_INFERENCE_CALLS] == inference_calls
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
+    assert_no_text(telemetry, '"weather"')
+
+
+def assert_loop_options_reach_the_handler(
+    telemetry: InMemoryTelemetry, run: Callable[..., Any], turns: tuple[int, int, int] = (2, 3, 2)
+) -> None:
+    """``run(tool_turns, **options)`` runs one agent for tenant ``acme`` whose adapter gets
+    ``options``: two lookups are no loop, ``loop_threshold=4`` lets three pass, and
+    ``runaway_calls=2`` makes a run of three model calls a call-budget loop."""
+    run(turns[0])
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    run(turns[1], loop_threshold=4)
+    assert looping(telemetry) == 0
+    run(turns[2], runaway_calls=2)  # three model calls past a budget of two
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+
+
+def assert_dropped_once_and_the_run_counted(telemetry: InMemoryTelemetry, where: str) -> None:
+    """The adapter's own failure at ``where`` was one dropped event, and tenant ``acme``'s run
+    was still counted."""
+    dropped = {semconv.TELEMETRY_EVENT: where}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+
+
+def assert_bad_arguments_rejected(adapter: Callable[..., Any]) -> None:
+    """A handler that is not one, and a cap below one, are refused with errors that say so."""
+    with pytest.raises(TypeError, match="OTelCallbackHandler"):
+        adapter(handler=object())
+    with pytest.raises(ValueError, match="max_open_runs"):
+        adapter(max_open_runs=0)
+
+
+def assert_one_healthy_run(telemetry: InMemoryTelemetry) -> None:
+    """No silent bail, and one completed run with an answer for tenant ``acme``."""
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    where = {
+        semconv.TENANT_ID: "acme",
+        semconv.RUN_OUTCOME: "completed",
+        semconv.RESPONSE_EMPTY: False,
+    }
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+def assert_cancelled_never_a_bail(telemetry: InMemoryTelemetry) -> None:
+    """Tenant ``acme``'s one run ended cancelled, and no silent bail was counted."""
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
