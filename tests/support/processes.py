@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def run_text(
@@ -27,14 +28,9 @@ def run_text(
     )
 
 
-def run_ok(
-    args: Sequence[str | Path],
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: str | Path | None = None,
-    timeout: float = 120,
-) -> subprocess.CompletedProcess[str]:
-    """The finished run, asserted to exit 0 (its stderr is the failure message)."""
-    done = run_text(args, env=env, cwd=cwd, timeout=timeout)
+def run_ok(args: Sequence[str | Path], **options: Any) -> subprocess.CompletedProcess[str]:
+    """The finished run (``run_text``'s options), asserted to exit 0 (its stderr is the failure
+    message)."""
+    done = run_text(args, **options)
     assert done.returncode == 0, done.stderr
     return done
