@@ -217,13 +217,7 @@ def sdk_span(
 ) -> Any:
     """A span as the Agents SDK hands it to a trace processor, without running the SDK (for
     orders and shapes a real run does not make)."""
-    return SimpleNamespace(
-        span_data=SimpleNamespace(type=kind, **data),
-        span_id=span_id,
-        trace_id=trace_id,
-        parent_id=parent,
-        started_at=None,
-        ended_at=None,
-        trace_metadata=None,
-        error=error,
-    )
+    ids = {"span_id": span_id, "trace_id": trace_id, "parent_id": parent}
+    unset = dict.fromkeys(("started_at", "ended_at", "trace_metadata"))
+    span_data = SimpleNamespace(type=kind, **data)
+    return SimpleNamespace(span_data=span_data, error=error, **ids, **unset)
