@@ -20,12 +20,8 @@ from typing import Any
 
 import pytest
 import yaml
-from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.trace import TracerProvider
-from prometheus_client import CollectorRegistry, start_http_server
 
-from symfonic_otel import OTelCallbackHandler, tenant_scope
+from symfonic_otel import tenant_scope
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -34,6 +30,7 @@ from symfonic_otel.events import (
 )
 from tests.support.fleet_support import DASHBOARDS, RULES, DemoProcess, silent_bail_pages
 from tests.support.prometheus_support import PrometheusServer, free_port, require_binary
+from tests.support.scraped_handler import in_background, scraped_handler
 
 # The demo's default tenants; `globex` is the one whose silent-bail rate is several times the rest.
 NOISY = "globex"
@@ -72,49 +69,35 @@ def low_volume_target(port: int, duration_s: float) -> Iterator[None]:
     Its bail rate is 100 %, far above the threshold, but its volume stays under the alert's
     minimum-volume guard: it must never page.
     """
-    registry = CollectorRegistry()
-    reader = PrometheusMetricReader(registry=registry)
-    meter_provider = MeterProvider(metric_readers=[reader])
-    tracer_provider = TracerProvider()
-    handler = OTelCallbackHandler(meter_provider=meter_provider, tracer_provider=tracer_provider)
-    server, server_thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     stop = threading.Event()
+    with scraped_handler(port) as handler:
 
-    def produce() -> None:
-        deadline = time.monotonic() + duration_s
-        index = 0
-        while not stop.is_set() and time.monotonic() < deadline:
-            run_id = f"{LOW_VOLUME}-{index}"
-            with tenant_scope(LOW_VOLUME):
-                handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
-            handler.llm_end(
-                LLMEndEvent(
-                    model="gpt-4o-mini",
-                    output="",
-                    usage={},
-                    run_id=run_id,
-                    node_name="react",
-                    duration_ms=300.0,
+        def produce() -> None:
+            deadline = time.monotonic() + duration_s
+            index = 0
+            while not stop.is_set() and time.monotonic() < deadline:
+                run_id = f"{LOW_VOLUME}-{index}"
+                with tenant_scope(LOW_VOLUME):
+                    handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
+                handler.llm_end(
+                    LLMEndEvent(
+                        model="gpt-4o-mini",
+                        output="",
+                        usage={},
+                        run_id=run_id,
+                        node_name="react",
+                        duration_ms=300.0,
+                    )
                 )
-            )
-            handler.react_loop_end(
-                ReactLoopEndEvent(run_id, 0, "NoneType", False, 0, "no_content_no_tool_calls")
-            )
-            handler.agent_end(AgentEndEvent(run_id, "", 400.0, 1))
-            index += 1
-            stop.wait(3.0)
+                handler.react_loop_end(
+                    ReactLoopEndEvent(run_id, 0, "NoneType", False, 0, "no_content_no_tool_calls")
+                )
+                handler.agent_end(AgentEndEvent(run_id, "", 400.0, 1))
+                index += 1
+                stop.wait(3.0)
 
-    worker = threading.Thread(target=produce, daemon=True)
-    worker.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        worker.join(timeout=10)
-        server.shutdown()
-        server_thread.join(timeout=5)
-        meter_provider.shutdown()
-        tracer_provider.shutdown()
+        with in_background(produce, stop):
+            yield
 
 
 # --- helpers -------------------------------------------------------------------------------------
