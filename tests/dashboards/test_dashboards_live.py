@@ -10,13 +10,11 @@ data, and the silent-bail alert must go pending or firing for the noisy tenant o
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -28,7 +26,8 @@ from symfonic_otel.events import (
     LLMEndEvent,
     ReactLoopEndEvent,
 )
-from tests.support.fleet_support import DASHBOARDS, RULES, DemoProcess, silent_bail_pages
+from tests.support.dashboard_queries import dashboard_queries
+from tests.support.fleet_support import RULES, DemoProcess, silent_bail_pages
 from tests.support.prometheus_support import PrometheusServer, free_port, require_binary
 from tests.support.scraped_handler import in_background, scraped_handler
 
@@ -41,13 +40,6 @@ DEMO_RATE = 25  # runs per second: ~5 per tenant, so a steady tenant's window ho
 
 WINDOW = "40s"  # replaces every range window of the rules
 FOR = "2s"  # replaces every `for:`
-SUBSTITUTIONS = {  # Grafana variables -> values for a direct Prometheus query
-    "${datasource}": "",
-    "$__rate_interval": "30s",
-    "$__interval": "5s",
-    "$__range": "1m",
-    "$tenant": ".*",
-}
 # The alerts that page on a tenant's silent-bail rate, as shipped.
 SILENT_BAIL_PAGES = frozenset(silent_bail_pages(yaml.safe_load(RULES.read_text())))
 # The recorded silent-bail ratio per tenant (the 10-minute one where there are several).
@@ -107,31 +99,6 @@ def shortened_rules(text: str) -> str:
     """The rule file with every range window set to WINDOW and every ``for:`` to FOR."""
     text = re.sub(r"\[\d+[smhdw]\]", f"[{WINDOW}]", text)
     return re.sub(r"(?m)^(\s+for:)\s*\S+\s*$", rf"\g<1> {FOR}", text)
-
-
-def substitute(expr: str) -> str:
-    for variable, value in sorted(SUBSTITUTIONS.items(), key=lambda kv: -len(kv[0])):
-        expr = expr.replace(variable, value)
-    assert "$" not in expr, f"unsubstituted variable in {expr!r}"
-    return expr
-
-
-def dashboard_queries() -> list[tuple[str, str, str]]:
-    """(dashboard file, panel title, PromQL) for every panel target and annotation query."""
-    queries: list[tuple[str, str, str]] = []
-    for path in sorted(DASHBOARDS.glob("*.json")):
-        board: dict[str, Any] = json.loads(path.read_text())
-        panels = list(board.get("panels", []))
-        for row in board.get("panels", []):
-            panels.extend(row.get("panels", []))
-        for panel in panels:
-            for target in panel.get("targets", []):
-                queries.append((path.name, panel["title"], substitute(target["expr"])))
-        for annotation in board.get("annotations", {}).get("list", []):
-            if annotation.get("expr"):
-                name = f"annotation {annotation['name']}"
-                queries.append((path.name, name, substitute(annotation["expr"])))
-    return queries
 
 
 def _silent_bail_tenants(prom: PrometheusServer) -> set[str]:
