@@ -24,13 +24,7 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.agent_framework import SymfonicAgentFramework
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.adapter_checks import (
-    assert_bad_arguments_rejected,
-    assert_dropped_once_and_the_run_counted,
-    assert_loop_options_reach_the_handler,
-    assert_one_healthy_run,
-    assert_three_lookups_looped,
-)
+from tests.support import adapter_checks as checks
 from tests.support.agent_framework_support import (
     QUESTION,
     ScriptedClient,
@@ -136,7 +130,7 @@ def test_a_healthy_run_has_our_span_shape(telemetry: InMemoryTelemetry, entry: A
     adapter = _adapter(telemetry)
     with tenant_scope("acme"):
         assert entry(agent(adapter, ScriptedClient(tool_turns=1))).text == "It is sunny."
-    assert_one_healthy_run(telemetry)
+    checks.assert_one_healthy_run(telemetry)
     run = telemetry.span("invoke_agent helper")
     assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
     chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
@@ -228,13 +222,10 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
 ) -> None:
     adapter = _adapter(telemetry)
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(adapter._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, adapter)
     with tenant_scope("acme"):
         assert entry(agent(adapter, ScriptedClient(tool_turns=1))).text == "It is sunny."
-    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgentFramework.tool_start")
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgentFramework.tool_start")
 
 
 @pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
@@ -260,7 +251,7 @@ def test_open_runs_are_capped_the_oldest_ends_abandoned(
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    assert_bad_arguments_rejected(SymfonicAgentFramework)
+    checks.assert_bad_arguments_rejected(SymfonicAgentFramework)
 
 
 # --- loops --------------------------------------------------------------------------------------
@@ -279,7 +270,7 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
 
     with tenant_scope("acme"):
         entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=3), [watched]))
-    assert_three_lookups_looped(telemetry, seen_in_call)
+    checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
@@ -290,4 +281,4 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
         with tenant_scope("acme"):
             asyncio.run(built.run(QUESTION))
 
-    assert_loop_options_reach_the_handler(telemetry, go)
+    checks.assert_loop_options_reach_the_handler(telemetry, go)

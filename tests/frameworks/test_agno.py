@@ -25,12 +25,7 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.agno import SymfonicAgno
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.adapter_checks import (
-    assert_bad_arguments_rejected,
-    assert_dropped_once_and_the_run_counted,
-    assert_loop_options_reach_the_handler,
-    assert_three_lookups_looped,
-)
+from tests.support import adapter_checks as checks
 from tests.support.agno_support import QUESTION, ScriptedModel, agent
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import looping
@@ -223,15 +218,12 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
 ) -> None:
     adapter = _adapter(telemetry)
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(adapter._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, adapter)
     built = agent(adapter, ScriptedModel(tool_turns=1))
     with tenant_scope("acme"):
         assert run(built).content == "It is sunny."
 
-    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgno.tool_start")
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgno.tool_start")
 
 
 @pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
@@ -261,7 +253,7 @@ def test_instrument_is_idempotent_and_bad_arguments_get_clear_errors(
     with tenant_scope("acme"):
         run(built)
     assert telemetry.value(semconv.AGENT_RUNS.name) == 1
-    assert_bad_arguments_rejected(SymfonicAgno)
+    checks.assert_bad_arguments_rejected(SymfonicAgno)
     with pytest.raises(TypeError, match="Agent"):
         adapter.instrument(object())  # type: ignore[arg-type]
 
@@ -282,7 +274,7 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     built = agent(_adapter(telemetry), ScriptedModel(tool_turns=3), tools=[lookup])
     with tenant_scope("acme"):
         assert entry(built).content == "It is sunny."
-    assert_three_lookups_looped(telemetry, seen_in_call)
+    checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
@@ -292,7 +284,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
         with tenant_scope("acme"):
             run(agent(_adapter(telemetry, **options), ScriptedModel(tool_turns=tool_turns)))
 
-    assert_loop_options_reach_the_handler(telemetry, go)
+    checks.assert_loop_options_reach_the_handler(telemetry, go)
 
 
 def test_model_calls_are_read_at_each_tool_call_so_the_call_budget_counts_while_it_runs(

@@ -31,10 +31,7 @@ from crewai.tools import tool
 from symfonic_otel import semconv
 from symfonic_otel.crewai import SymfonicListener
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.adapter_checks import (
-    assert_bad_arguments_rejected,
-    assert_dropped_once_and_the_run_counted,
-)
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 
@@ -259,18 +256,15 @@ def test_two_tenants_on_one_listener(
 def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, listener: SymfonicListener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(listener._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, listener)
     assert kickoff(_crew(scripted(tool_turns=1), max_iter=5), "acme") == "It is sunny."
     crewai_event_bus.flush()
 
-    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicListener.tool_start")
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicListener.tool_start")
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    assert_bad_arguments_rejected(SymfonicListener)
+    checks.assert_bad_arguments_rejected(SymfonicListener)
 
 
 # --- loops: identical tool calls and the call budget -------------------------------------------

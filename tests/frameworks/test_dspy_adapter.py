@@ -28,13 +28,7 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.dspy import SymfonicCallback
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.adapter_checks import (
-    assert_bad_arguments_rejected,
-    assert_cancelled_never_a_bail,
-    assert_dropped_once_and_the_run_counted,
-    assert_loop_options_reach_the_handler,
-    assert_three_lookups_looped,
-)
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import assert_no_text, looping
 
@@ -343,13 +337,10 @@ def test_a_failing_tool_is_swallowed_by_react_and_the_run_completes(
 def test_a_failing_adapter_never_reaches_the_program_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, callback: SymfonicCallback, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(callback._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, callback)
     with tenant_scope("acme"):
         assert call(_react(healthy(1))).answer == "It is sunny."
-    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicCallback.tool_start")
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicCallback.tool_start")
 
 
 def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTelemetry) -> None:
@@ -392,7 +383,7 @@ def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTe
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    assert_bad_arguments_rejected(SymfonicCallback)
+    checks.assert_bad_arguments_rejected(SymfonicCallback)
 
 
 # --- loops ---------------------------------------------------------------------------------------
@@ -410,7 +401,7 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
 
     with tenant_scope("acme"):
         entry(_react(healthy(3), tools=[lookup]))
-    assert_three_lookups_looped(
+    checks.assert_three_lookups_looped(
         telemetry, seen_in_call, span="invoke_agent ReAct", inference_calls=5, repeated_calls=None
     )  # three lookups, finish, extract
 
@@ -423,7 +414,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
         with dspy.context(callbacks=[made]), tenant_scope("acme"):
             call(_react(healthy(steps)))
 
-    assert_loop_options_reach_the_handler(telemetry, once, turns=(2, 3, 1))
+    checks.assert_loop_options_reach_the_handler(telemetry, once, turns=(2, 3, 1))
 
 
 def test_a_cancelled_run_is_cancelled_never_a_bail(
@@ -447,7 +438,7 @@ def test_a_cancelled_run_is_cancelled_never_a_bail(
             await task
 
     asyncio.run(go())
-    assert_cancelled_never_a_bail(telemetry)
+    checks.assert_cancelled_never_a_bail(telemetry)
 
 
 def test_under_content_capture_the_question_and_the_tool_call_are_recorded(

@@ -31,14 +31,7 @@ from opentelemetry.trace import SpanKind
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.google_adk import SymfonicPlugin
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.adapter_checks import (
-    assert_bad_arguments_rejected,
-    assert_cancelled_never_a_bail,
-    assert_dropped_once_and_the_run_counted,
-    assert_loop_options_reach_the_handler,
-    assert_one_healthy_run,
-    assert_three_lookups_looped,
-)
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import assert_raised_step_cap, bails_of
 from tests.support.loop_support import looping
 
@@ -181,7 +174,7 @@ def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     with tenant_scope("acme"):
         assert asyncio.run(run_async(runner, RunConfig(max_llm_calls=10))) == "It is sunny."
 
-    assert_one_healthy_run(telemetry)
+    checks.assert_one_healthy_run(telemetry)
     run = telemetry.span("invoke_agent helper")
     assert run.attributes is not None
     assert run.attributes[semconv.RUN_STOP_REASON] == "end_turn"
@@ -237,20 +230,16 @@ def test_a_failing_handler_never_reaches_the_agent_and_is_counted_as_dropped(
 ) -> None:
     plugin = SymfonicPlugin(handler=telemetry.handler())
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise _Broken("telemetry down")
-
-    # The adapter's own code failing (here: opening a tool span), not the handler's guard.
-    monkeypatch.setattr(plugin._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, plugin, _Broken)
     runner = _runner(telemetry, ScriptedLlm(tool_turns=1), plugin=plugin)
     with tenant_scope("acme"):
         assert asyncio.run(run_async(runner)) == "It is sunny."
 
-    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicPlugin.before_tool")
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicPlugin.before_tool")
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    assert_bad_arguments_rejected(SymfonicPlugin)
+    checks.assert_bad_arguments_rejected(SymfonicPlugin)
 
 
 def test_a_caller_that_stops_reading_early_is_cancelled_not_a_bail(
@@ -267,7 +256,7 @@ def test_a_caller_that_stops_reading_early_is_cancelled_not_a_bail(
 
     with tenant_scope("acme"):
         asyncio.run(first_event_only())
-    assert_cancelled_never_a_bail(telemetry)
+    checks.assert_cancelled_never_a_bail(telemetry)
 
 
 # --- loops: identical tool calls and the call budget -------------------------------------------
@@ -290,7 +279,7 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     runner = InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[plugin]))
     with tenant_scope("acme"):
         assert entry(runner, RunConfig(max_llm_calls=10)) == "It is sunny."
-    assert_three_lookups_looped(telemetry, seen_in_call)
+    checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
@@ -300,5 +289,5 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
         with tenant_scope("acme"):
             run_sync(_runner(telemetry, ScriptedLlm(tool_turns=tool_turns), **options))
 
-    assert_loop_options_reach_the_handler(telemetry, go)
+    checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1

@@ -35,14 +35,7 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.haystack import SymfonicTracer
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.adapter_checks import (
-    assert_bad_arguments_rejected,
-    assert_cancelled_never_a_bail,
-    assert_dropped_once_and_the_run_counted,
-    assert_loop_options_reach_the_handler,
-    assert_one_healthy_run,
-    assert_three_lookups_looped,
-)
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import assert_no_text, looping
 
@@ -182,7 +175,7 @@ def test_an_answer_is_a_completed_run_with_our_span_shape(
     with tenant_scope("acme"):
         result = entry(_agent(Script(tool_turns=1)))
     assert result["last_message"].text == "It is sunny."
-    assert_one_healthy_run(telemetry)
+    checks.assert_one_healthy_run(telemetry)
     run_span = telemetry.span("invoke_agent symfonic")
     assert (run_span.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
     chats = [s for s in telemetry.spans() if s.name == "chat mock-model"]
@@ -369,13 +362,10 @@ def test_an_error_inside_a_pipeline_is_the_pipelines_own_and_the_run_an_error(
 def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, tracer: SymfonicTracer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(tracer._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, tracer)
     with tenant_scope("acme"):
         assert run(_agent(Script(tool_turns=1)))["last_message"].text == "It is sunny."
-    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicTracer.content")
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicTracer.content")
 
 
 def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTelemetry) -> None:
@@ -397,7 +387,7 @@ def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTe
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    assert_bad_arguments_rejected(SymfonicTracer)
+    checks.assert_bad_arguments_rejected(SymfonicTracer)
 
 
 # --- loops ---------------------------------------------------------------------------------------
@@ -417,7 +407,7 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     with tenant_scope("acme"):
         result = entry(_agent(Script(tool_turns=3), tools=[lookup]))
     assert result["exit_reason"] == "text"
-    assert_three_lookups_looped(
+    checks.assert_three_lookups_looped(
         telemetry, seen_in_call, span="invoke_agent symfonic", repeated_calls=None
     )
 
@@ -434,7 +424,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
             made.uninstall()
             disable_tracing()
 
-    assert_loop_options_reach_the_handler(telemetry, once)
+    checks.assert_loop_options_reach_the_handler(telemetry, once)
 
 
 def test_a_cancelled_run_is_cancelled_never_a_bail(
@@ -463,7 +453,7 @@ def test_a_cancelled_run_is_cancelled_never_a_bail(
             await task
 
     asyncio.run(go())
-    assert_cancelled_never_a_bail(telemetry)
+    checks.assert_cancelled_never_a_bail(telemetry)
     stops = {semconv.RUN_STOP_REASON: "interrupted"}
     assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
 

@@ -27,13 +27,7 @@ from strands.models import Model
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.strands import SymfonicHooks
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.adapter_checks import (
-    assert_bad_arguments_rejected,
-    assert_dropped_once_and_the_run_counted,
-    assert_loop_options_reach_the_handler,
-    assert_one_healthy_run,
-    assert_three_lookups_looped,
-)
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import looping
 
@@ -186,7 +180,7 @@ def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     with tenant_scope("acme"):
         assert str(agent("q", limits={"turns": 5})).strip() == "It is sunny."
 
-    assert_one_healthy_run(telemetry)
+    checks.assert_one_healthy_run(telemetry)
     run = telemetry.span("invoke_agent helper")
     assert run.attributes is not None
     assert run.attributes[semconv.RUN_STOP_REASON] == "end_turn"
@@ -232,19 +226,16 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
 ) -> None:
     hooks = SymfonicHooks(handler=telemetry.handler())
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(hooks._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, hooks)
     agent = _agent(telemetry, ScriptedModel(tool_turns=1), hooks=hooks)
     with tenant_scope("acme"):
         assert str(agent("q")).strip() == "It is sunny."
 
-    assert_dropped_once_and_the_run_counted(telemetry, "SymfonicHooks.before_tool")
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicHooks.before_tool")
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    assert_bad_arguments_rejected(SymfonicHooks)
+    checks.assert_bad_arguments_rejected(SymfonicHooks)
 
 
 # --- loops: identical tool calls and the call budget -------------------------------------------
@@ -274,7 +265,7 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     with tenant_scope("acme"):
         result = entry(agent)
     assert result.stop_reason == "end_turn"
-    assert_three_lookups_looped(telemetry, seen_in_call)
+    checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
@@ -284,5 +275,5 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
         with tenant_scope("acme"):
             call(_agent(telemetry, ScriptedModel(tool_turns=tool_turns), **options))
 
-    assert_loop_options_reach_the_handler(telemetry, go)
+    checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1

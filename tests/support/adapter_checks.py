@@ -85,3 +85,15 @@ def assert_cancelled_never_a_bail(telemetry: InMemoryTelemetry) -> None:
     where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+
+
+def break_tool_start(
+    monkeypatch: pytest.MonkeyPatch, adapter: Any, error: type[Exception] = OSError
+) -> None:
+    """The adapter's own code fails opening a tool span (not the handler's guard): what
+    ``assert_dropped_once_and_the_run_counted`` then reads."""
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise error("telemetry down")
+
+    monkeypatch.setattr(adapter._book, "start_tool", broken)
