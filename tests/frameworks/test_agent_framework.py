@@ -133,12 +133,7 @@ def test_a_healthy_run_has_our_span_shape(telemetry: InMemoryTelemetry, entry: A
     checks.assert_one_healthy_run(telemetry)
     run = telemetry.span("invoke_agent helper")
     assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run)
     assert adapter.open_runs == 0
 
 
@@ -208,9 +203,7 @@ def test_two_tenants_interleaved_from_the_session_state(telemetry: InMemoryTelem
         )
 
     asyncio.run(both())
-    assert bails_of(telemetry, "acme") == 2
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 2
+    checks.assert_only_acme_bailed(telemetry, 2)
     assert adapter.open_runs == 0
 
 

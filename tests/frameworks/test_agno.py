@@ -117,13 +117,7 @@ def test_a_healthy_run_has_our_span_shape(telemetry: InMemoryTelemetry) -> None:
     run_span = telemetry.span("invoke_agent helper")
     assert run_span.attributes is not None
     assert run_span.attributes[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run_span.context.span_id for c in chats)
-    assert chats[0].attributes is not None
-    assert chats[0].attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run_span.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run_span)
     assert adapter.open_runs == 0
 
 
@@ -204,9 +198,7 @@ def test_two_tenants_interleaved_from_metadata_and_session_state(
         )
 
     asyncio.run(both())
-    assert bails_of(telemetry, "acme") == 2
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 2
+    checks.assert_only_acme_bailed(telemetry, 2)
     assert adapter.open_runs == 0
 
 

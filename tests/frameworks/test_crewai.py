@@ -226,13 +226,7 @@ def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     }
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     run = telemetry.span("invoke_agent helper")
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    assert chats[0].attributes is not None
-    assert chats[0].attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run)
 
 
 # --- tenants ------------------------------------------------------------------------------------
@@ -245,9 +239,7 @@ def test_two_tenants_on_one_listener(
     kickoff(_crew(scripted(tool_turns=1), max_iter=5), "globex")
     crewai_event_bus.flush()
 
-    assert bails_of(telemetry, "acme") == 1
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 1
+    checks.assert_only_acme_bailed(telemetry, 1)
 
 
 # --- never hurt the agent -----------------------------------------------------------------------

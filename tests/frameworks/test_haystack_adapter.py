@@ -178,12 +178,7 @@ def test_an_answer_is_a_completed_run_with_our_span_shape(
     checks.assert_one_healthy_run(telemetry)
     run_span = telemetry.span("invoke_agent symfonic")
     assert (run_span.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat mock-model"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run_span.context.span_id for c in chats)
-    assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run_span.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run_span, "chat mock-model")
     assert_no_text(telemetry, "It is sunny.")  # no content leaves unless capture is on
 
 
@@ -223,9 +218,7 @@ def test_two_tenants_interleaved_keep_their_own_verdicts(
 
     capped, healthy = asyncio.run(both())
     assert (capped["exit_reason"], healthy["exit_reason"]) == ("max_agent_steps", "text")
-    assert bails_of(telemetry, "acme") == 1
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 1
+    checks.assert_only_acme_bailed(telemetry, 1)
     runs = {
         (s.attributes or {})[semconv.RUN_ID]: (s.attributes or {})[semconv.TENANT_ID]
         for s in telemetry.spans()

@@ -9,9 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
 
 from symfonic_otel import semconv
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.bail_support import bails_of
 from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 
 
@@ -97,3 +99,23 @@ def break_tool_start(
         raise error("telemetry down")
 
     monkeypatch.setattr(adapter._book, "start_tool", broken)
+
+
+def assert_only_acme_bailed(telemetry: InMemoryTelemetry, bails: int) -> None:
+    """Tenant ``acme`` bailed ``bails`` times, tenant ``globex`` never, in as many runs."""
+    assert bails_of(telemetry, "acme") == bails
+    assert bails_of(telemetry, "globex") == 0
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == bails
+
+
+def assert_two_chats_and_the_tool_under(
+    telemetry: InMemoryTelemetry, run: ReadableSpan, chat: str = "chat scripted"
+) -> None:
+    """Two ``chat`` spans and the ``lookup`` tool span are children of ``run``, the first chat
+    read 10 input tokens."""
+    chats = [s for s in telemetry.spans() if s.name == chat]
+    assert len(chats) == 2
+    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
+    assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
+    tool_span = telemetry.span("execute_tool lookup")
+    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
