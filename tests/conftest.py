@@ -134,7 +134,9 @@ def _referenced(obj: object) -> Iterator[object]:
         yield inner
         for name in inner.co_names:
             found = module_globals.get(name)
-            if inspect.isfunction(found) or inspect.isclass(found):
+            if inspect.isfunction(found):
+                yield inspect.unwrap(found)  # a helper behind a decorator (a context manager)
+            elif inspect.isclass(found):
                 yield found
 
 
