@@ -96,6 +96,7 @@ _LIVE_NAMES: Final = frozenset(
 _LIVE_MODULES: Final = {
     "test_reliability_collector": "sustained load against a stuck exporter; memory over time",
     "test_reliability_concurrency": "thousands of concurrent runs and tenants",
+    "test_claude_agent_sdk": "the SDK starts its bundled CLI, a real process, for each run",
 }
 _LIVE_TESTS: Final = {
     "test_tenant_churn::test_churn_memory_stays_flat": "50,000 tenants come and go over a "

@@ -171,6 +171,8 @@ class SymfonicTracingProcessor(TracingProcessor):
                 facts.error is None or _ERROR_RANK[found] > _ERROR_RANK[facts.error]
             ):
                 facts.error = found
+            if found == "error" and facts.error_type is None:
+                facts.error_type = read.raised_type()
         self._runs.release(span.span_id)
         if span.span_id == run.run_id:
             self._finish(run)
@@ -237,7 +239,11 @@ class SymfonicTracingProcessor(TracingProcessor):
             self._book.end(run.run_id, "capped_raised", error_type=_MAX_TURNS_ERROR)
         elif error is not None or run.last_failed:
             guardrail = error == "guardrail"
-            error_type = semconv.GUARDRAIL_ERROR_TYPE if guardrail else semconv.OTHER_VALUE
+            error_type = (
+                semconv.GUARDRAIL_ERROR_TYPE
+                if guardrail
+                else origin(run).error_type or semconv.OTHER_VALUE
+            )
             self._book.end(run.run_id, "error", error_type=error_type)
         else:
             # A completed run answered unless its last model turn was blank with no tool calls

@@ -9,13 +9,14 @@ run (``max_turns`` for the turn budget, ``guardrail`` for a tripwire), never the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from symfonic_otel.invocation import Turn
 from symfonic_otel.read.sanitise import parse_utc_ns
 
-__all__ = ["RunError", "model_name", "output_shape", "run_error", "time_ns", "usage"]
+__all__ = ["RunError", "model_name", "output_shape", "raised_type", "run_error", "time_ns", "usage"]
 
 RunError = Literal["max_turns", "guardrail", "error"]
 
@@ -153,6 +154,13 @@ def run_error(error: object) -> RunError | None:
         if "guardrail" in data:
             return "guardrail"
     return "error"
+
+
+def raised_type() -> str | None:
+    """The class name of the exception the SDK is propagating while it ends a failed span: its
+    span errors carry only a message, but it ends a run's spans inside the exception's unwinding."""
+    raised = sys.exc_info()[1]
+    return type(raised).__name__ if isinstance(raised, Exception) else None
 
 
 def time_ns(stamp: object) -> int | None:

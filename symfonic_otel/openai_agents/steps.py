@@ -32,6 +32,7 @@ class Origin:
     parent_run: str | None = None
     parent_span: str | None = None
     error: read.RunError | None = None
+    error_type: str | None = None
 
 
 def origin(run: FrameworkRun) -> Origin:

@@ -178,6 +178,28 @@ async def test_refuse_below_the_threshold_keeps_the_draft() -> None:
     assert event.replacement_preview is None
 
 
+@pytest.mark.parametrize(("confidence", "refused"), [(0.7, True), (0.69, False)])
+async def test_refuse_at_exactly_the_threshold_replaces_the_draft(
+    confidence: float, refused: bool
+) -> None:
+    """``fabrication_refuse_min_confidence`` is the lowest confidence refused: a finding at
+    exactly that value is refused, one just under it is not."""
+
+    def detector(draft: str, messages: list[BaseMessage]) -> list[FabricationFinding]:
+        return [FabricationFinding("custom", "the claim", confidence)]
+
+    agent, recorder, _ = agent_with(
+        "refuse",
+        [turn(DRAFT, finish="stop")],
+        fabrication_detector=detector,
+        fabrication_refuse_min_confidence=0.7,
+    )
+    response = await agent.run("q")
+    assert (response.final_response == SAFE_ENVELOPE) is refused
+    [event] = recorder.of("fabrication_detected")
+    assert event.action_taken == ("refuse_replaced" if refused else "observed")
+
+
 async def test_long_draft_previews_are_truncated() -> None:
     draft = "I have deleted the file. " + "padding " * 60
     agent, recorder, _ = agent_with("observe", [turn(draft, finish="stop")])

@@ -1,11 +1,15 @@
-"""The reference loop and ``OTelCallbackHandler`` together: spans and counters of a silent bail."""
+"""The reference loop and ``OTelCallbackHandler`` together: spans and counters of a silent bail,
+of a raising model and of a raising tool."""
 
 from __future__ import annotations
 
-from symfonic_otel import semconv
+import pytest
+
+from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.agent import FrameworkConfig, ReactAgent
 from symfonic_otel.testing import InMemoryTelemetry, ScriptedChatModel
 from tests.support.agent_support import TOOLS, call, turn
+from tests.support.raising_support import assert_completed_with_failed_tool, assert_error_run
 
 
 async def test_silent_bail_with_synthesis_produces_run_span_synthesis_span_and_counters(
@@ -58,3 +62,34 @@ async def test_silent_bail_with_synthesis_produces_run_span_synthesis_span_and_c
     [(synthesis_attrs, fallbacks)] = telemetry.points(semconv.SYNTHESIS_FALLBACKS.name)
     assert fallbacks == 1
     assert synthesis_attrs[semconv.SYNTHESIS_RECOVERED] is True
+
+
+class ModelDown(Exception):
+    """A provider failure the loop does not know of."""
+
+
+async def test_a_raising_model_reaches_the_caller_as_itself_and_the_run_is_error(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    down = ModelDown("provider down")
+    script = [turn("", call("lookup", {"key": "x"}), finish="tool_calls"), down]
+    agent = ReactAgent(ScriptedChatModel(script), TOOLS, callbacks=[telemetry.handler()])
+    with tenant_scope("acme"), pytest.raises(ModelDown) as raised:
+        await agent.run("what is x?")
+    assert raised.value is down
+    assert_error_run(telemetry, "acme", down, span=semconv.agent_span_name("symfonic"))
+
+
+async def test_a_raising_tool_is_handed_to_the_model_and_the_run_completes(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    script = [
+        turn("", call("explode", {"reason": "it"}), finish="tool_calls"),
+        turn("The tool failed.", finish="stop"),
+    ]
+    agent = ReactAgent(ScriptedChatModel(script), TOOLS, callbacks=[telemetry.handler()])
+    with tenant_scope("acme"):
+        assert (await agent.run("try")).final_response == "The tool failed."
+    assert_completed_with_failed_tool(
+        telemetry, "acme", "execute_tool explode", span=semconv.agent_span_name("symfonic")
+    )

@@ -151,6 +151,28 @@ def test_a_node_error_without_an_error_type_reads_other_on_its_span(
     assert (node.attributes or {})[semconv.ERROR_TYPE] == semconv.OTHER_VALUE
 
 
+@pytest.mark.parametrize("explicit", [True, False])
+def test_a_failed_run_names_its_own_error_type_and_a_node_s_only_as_a_fallback(
+    telemetry: InMemoryTelemetry, explicit: bool
+) -> None:
+    """A node that failed (and was handled) before the run itself failed on another exception:
+    the run span's ``error.type`` is the run's own; the node's stands in only when the run
+    end names none."""
+    handler = telemetry.handler(node_spans=True)
+    _start(handler)
+    handler.node_start(NodeStartEvent(node_name="tools", run_id="r1"))
+    handler.node_error(
+        NodeErrorEvent(node_name="tools", run_id="r1", error="boom", error_type="KeyError")
+    )
+    event = AgentEndEvent(
+        run_id="r1", final_response=None, duration_ms=10.0, node_count=None, outcome="error"
+    )
+    handler.agent_end(event, error_type="TimeoutError" if explicit else None)
+    span = telemetry.span(semconv.agent_span_name("symfonic"))
+    expected = "TimeoutError" if explicit else "KeyError"
+    assert (span.attributes or {})[semconv.ERROR_TYPE] == expected
+
+
 @pytest.mark.parametrize("tenant", [None, "", "   "])
 def test_a_missing_or_blank_tenant_is_counted_as_unknown(
     tenant: str | None, telemetry: InMemoryTelemetry

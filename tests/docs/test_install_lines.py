@@ -120,6 +120,8 @@ FRAMEWORK_PAGES = {
     "docs/frameworks/dspy.md": "dspy",
     "docs/frameworks/agno.md": "agno",
     "docs/frameworks/agent-framework.md": "agent-framework",
+    "docs/frameworks/semantic-kernel.md": "semantic-kernel",
+    "docs/frameworks/claude-agent-sdk.md": "claude-agent-sdk",
 }
 # Where install lines are written for a reader: the docs, the README, CONTRIBUTING, and the
 # package's own "needs the extra" messages.

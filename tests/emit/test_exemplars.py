@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from symfonic_otel import OTelCallbackHandler
+from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -37,6 +37,7 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.prometheus_support import PrometheusServer, require_binary
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+NODE = semconv.NODE_NAME
 
 
 def _turn(handler: OTelCallbackHandler, run_id: str = "r") -> None:
@@ -186,6 +187,30 @@ def test_openmetrics_scrape_serves_exemplars_over_http(
     assert "trace_id" not in text
     names = {family.name for family in parse_text(text)}
     assert "gen_ai_client_operation_duration_seconds" in names
+
+
+def test_each_series_carries_the_exemplar_of_its_own_span(
+    served: tuple[Telemetry, InMemorySpanExporter],
+) -> None:
+    """Two series of one family (model calls at two nodes): each bucket's exemplar names a span
+    of its own series, never one of the series served before it."""
+    telemetry, exporter = served
+    handler = OTelCallbackHandler(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+    )
+    _turn(handler)
+    _, body = _scrape(telemetry, OPENMETRICS)
+    spans = {f"{s.context.span_id:016x}": s for s in exporter.get_finished_spans()}
+    [family] = [f for f in parse_om(body) if f.name == "gen_ai_client_operation_duration_seconds"]
+    nodes: list[tuple[str, object]] = []
+    for sample in family.samples:
+        if sample.exemplar is not None:
+            span = spans[sample.exemplar.labels["span_id"]]
+            nodes.append((sample.labels["symfonic_node_name"], (span.attributes or {})[NODE]))
+    assert sorted(nodes) == [
+        ("react", "react"),
+        ("react_synthesize_fallback", "react_synthesize_fallback"),
+    ]
 
 
 def test_real_prometheus_stores_the_exemplars(

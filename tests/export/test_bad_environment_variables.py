@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from symfonic_otel import OTelCallbackHandler, configure_telemetry
+from symfonic_otel import OTelCallbackHandler, configure_telemetry, semconv
 from symfonic_otel.environment import TelemetrySettingWarning, read_number
 from symfonic_otel.export.handle import Telemetry
+from symfonic_otel.export.retention_rules import ratio_from_env
 from symfonic_otel.export.sdk_settings import SDK_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,6 +156,18 @@ def test_read_number_names_the_variable_and_falls_back(monkeypatch: pytest.Monke
     monkeypatch.setenv("SYMFONIC_OTEL_EXAMPLE_RATIO", "1.5")
     with pytest.warns(TelemetrySettingWarning, match=r"is not a number from 0 to 1; using"):
         assert read_number("SYMFONIC_OTEL_EXAMPLE_RATIO", 0.25, maximum=1.0) == 0.25
+
+
+@pytest.mark.parametrize("value", ["0", "0.0", "1", "1.0", " 1 "])
+def test_a_ratio_at_either_end_of_its_range_is_used_without_a_warning(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """``SYMFONIC_OTEL_HEALTHY_TRACE_RATIO`` takes 0 to 1, both ends included: 1 (keep every
+    trace) and 0 (keep only failing runs' traces) are good values, never warned about."""
+    monkeypatch.setenv(semconv.HEALTHY_TRACE_RATIO_ENV, value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ratio_from_env(None) == float(value)
 
 
 def _env(**variables: str) -> dict[str, str]:

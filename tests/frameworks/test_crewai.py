@@ -34,6 +34,7 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.raising_support import assert_completed_with_failed_tool, assert_error_run
 
 # Each turn asks something new (CrewAI answers a repeated tool call from its cache).
 TOOL_TURN = 'Thought: I should look it up.\nAction: lookup\nAction Input: {{"q": "weather {n}"}}'
@@ -101,12 +102,13 @@ def listener(telemetry: InMemoryTelemetry) -> Iterator[SymfonicListener]:
 
 
 def _crew(llm: ScriptedLLM, max_iter: int, role: str = "helper", **kwargs: Any) -> Crew:
+    tools = kwargs.pop("tools", [lookup])
     agent = Agent(
         role=role,
         goal="Answer questions",
         backstory="A helper.",
         llm=llm,
-        tools=[lookup],
+        tools=tools,
         max_iter=max_iter,
         max_retry_limit=0,
         verbose=False,
@@ -296,3 +298,52 @@ def test_new_inputs_are_no_loop_and_the_options_reach_the_handler(
     run(scripted(tool_turns=2), runaway_calls=2)  # three model calls past a budget of two
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
     assert looping(telemetry) == 1
+
+
+# --- a raising model or tool ----------------------------------------------------------------------
+
+
+class ModelDown(Exception):
+    """A provider failure CrewAI does not know of."""
+
+
+class DownLLM(ScriptedLLM):
+    """Calls ``lookup`` once, then fails as CrewAI's own LLMs do: a failed-call event, then the
+    provider's exception."""
+
+    error: Exception = ModelDown("provider down")
+
+    def call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
+        if self.calls < self.tool_turns:
+            return super().call(messages, *args, **kwargs)
+        with llm_call_context():
+            task, agent = kwargs.get("from_task"), kwargs.get("from_agent")
+            self._emit_call_started_event(messages=messages, from_task=task, from_agent=agent)
+            self._emit_call_failed_event(error=str(self.error), from_task=task, from_agent=agent)
+            raise self.error
+
+
+def test_a_raising_model_reaches_the_caller_as_itself_and_the_run_is_error(
+    telemetry: InMemoryTelemetry, listener: SymfonicListener, entry: Any
+) -> None:
+    """CrewAI's events carry the error as text only, so ``error.type`` is ``_OTHER``."""
+    llm = DownLLM(model="scripted", tool_turns=1)
+    with pytest.raises(ModelDown) as raised:
+        entry(_crew(llm, max_iter=5), "acme")
+    crewai_event_bus.flush()
+    assert raised.value is llm.error
+    assert_error_run(telemetry, "acme", raised.value, error_type=semconv.OTHER_VALUE)
+
+
+def test_a_raising_tool_is_handed_to_the_model_and_the_run_completes(
+    telemetry: InMemoryTelemetry, listener: SymfonicListener, entry: Any
+) -> None:
+    @tool("lookup")
+    def failing(q: str) -> str:
+        """Look something up."""
+        raise LookupError("backend down")
+
+    crew = _crew(scripted(tool_turns=1), max_iter=5, tools=[failing])
+    assert "It is sunny." in entry(crew, "acme")
+    crewai_event_bus.flush()  # CrewAI retries a failing tool before it tells the model
+    assert_completed_with_failed_tool(telemetry, "acme", "execute_tool lookup")

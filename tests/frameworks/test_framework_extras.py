@@ -20,7 +20,7 @@ def test_the_core_never_imports_the_frameworks() -> None:
         "import sys, symfonic_otel, symfonic_otel.handler, symfonic_otel.langchain\n"
         "print(sorted(m for m in ('agents', 'pydantic_ai', 'llama_index', 'smolagents',\n"
         "       'google.adk', 'strands', 'crewai', 'haystack', 'dspy', 'agno',\n"
-        "       'agent_framework') if m in sys.modules))"
+        "       'agent_framework', 'semantic_kernel', 'claude_agent_sdk') if m in sys.modules))"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -43,6 +43,12 @@ def test_the_core_never_imports_the_frameworks() -> None:
             "symfonic_otel.agent_framework",
             "agent_framework",
             "pip install -e '.[agent-framework]'",
+        ),
+        ("symfonic_otel.semantic_kernel", "semantic_kernel", "pip install -e '.[semantic-kernel]'"),
+        (
+            "symfonic_otel.claude_agent_sdk",
+            "claude_agent_sdk",
+            "pip install -e '.[claude-agent-sdk]'",
         ),
     ],
 )

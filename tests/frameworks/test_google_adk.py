@@ -34,6 +34,7 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.bail_support import assert_raised_step_cap, bails_of
 from tests.support.loop_support import looping
+from tests.support.raising_support import assert_error_run
 
 APP = "app"
 FOREVER = 10**6
@@ -83,8 +84,9 @@ def lookup(q: str) -> str:
 
 
 def _runner(telemetry: InMemoryTelemetry, model: ScriptedLlm, **kwargs: Any) -> InMemoryRunner:
+    tools = kwargs.pop("tools", [lookup])
     plugin = kwargs.pop("plugin", None) or SymfonicPlugin(handler=telemetry.handler(**kwargs))
-    agent = LlmAgent(name="helper", model=model, tools=[lookup], instruction="Help.")
+    agent = LlmAgent(name="helper", model=model, tools=tools, instruction="Help.")
     return InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[plugin]))
 
 
@@ -216,6 +218,16 @@ def test_tenant_from_run_metadata_then_session_state_and_two_tenants_share_one_p
     assert plugin.open_runs == 0
 
 
+def test_the_run_s_own_metadata_wins_over_the_session_state(telemetry: InMemoryTelemetry) -> None:
+    """A session of tenant ``globex`` running a request the application gave to ``acme``
+    (``RunConfig.custom_metadata``): the run is ``acme``'s; the state is only the fallback."""
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=1))
+    config = RunConfig(custom_metadata={"tenant_id": "acme"})
+    assert asyncio.run(run_async(runner, config, state={"tenant_id": "globex"})) == "It is sunny."
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 0
+
+
 # --- never hurt the agent -----------------------------------------------------------------------
 
 
@@ -289,3 +301,46 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1
+
+
+# --- a raising model or tool ----------------------------------------------------------------------
+
+
+class ModelDown(Exception):
+    """A provider failure ADK does not know of."""
+
+
+class DownLlm(ScriptedLlm):
+    """Calls ``lookup`` once, then raises ``error`` as a provider client does."""
+
+    error: Exception = ModelDown("provider down")
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        if _tool_results(llm_request):
+            raise self.error
+        async for response in super().generate_content_async(llm_request, stream):
+            yield response
+
+
+def _failing_lookup() -> Any:
+    def lookup(q: str) -> str:
+        """Look something up."""
+        raise LookupError("backend down")
+
+    return lookup
+
+
+@pytest.mark.parametrize("raising", ["model", "tool"])
+def test_a_raising_model_or_tool_reaches_the_caller_as_itself_and_the_run_is_error(
+    telemetry: InMemoryTelemetry, entry: Any, raising: str
+) -> None:
+    model = DownLlm(tool_turns=1) if raising == "model" else ScriptedLlm(tool_turns=1)
+    runner = _runner(telemetry, model, tools=[lookup if raising == "model" else _failing_lookup()])
+    expected = ModelDown if raising == "model" else LookupError
+    with tenant_scope("acme"), pytest.raises(expected) as raised:
+        entry(runner)
+    if raising == "model":
+        assert raised.value is model.error
+    assert_error_run(telemetry, "acme", raised.value)

@@ -23,6 +23,7 @@ pytest.importorskip("strands", reason="needs the strands extra (.ci/framework-en
 from opentelemetry.trace import StatusCode
 from strands import Agent, tool
 from strands.models import Model
+from strands.types.exceptions import EventLoopException
 
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.strands import SymfonicHooks
@@ -30,6 +31,7 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import looping
+from tests.support.raising_support import assert_completed_with_failed_tool, assert_error_run
 
 FOREVER = 10**6
 USAGE = {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}
@@ -269,3 +271,54 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1
+
+
+# --- a raising model or tool ----------------------------------------------------------------------
+
+
+class ModelDown(Exception):
+    """A provider failure Strands does not know of."""
+
+
+class DownModel(ScriptedModel):
+    """Calls ``lookup`` once, then raises ``error`` as a provider client does."""
+
+    error = ModelDown("provider down")
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+        if any("toolResult" in block for m in messages for block in m.get("content", [])):
+            raise self.error
+        async for event in super().stream(messages, *args, **kwargs):
+            yield event
+
+
+def test_a_raising_model_reaches_the_caller_as_itself_and_the_run_is_error(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    """Strands wraps a model's unknown exception in its own ``EventLoopException``; the run's
+    ``error.type`` is the model's exception, which every Strands failure would otherwise hide."""
+    with tenant_scope("acme"), pytest.raises(EventLoopException) as raised:
+        entry(_agent(telemetry, DownModel(tool_turns=1)))
+    assert raised.value.__cause__ is DownModel.error
+    assert_error_run(telemetry, "acme", DownModel.error)
+
+
+def test_a_raising_tool_is_handed_to_the_model_and_the_run_completes(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    @tool(name="lookup")
+    def failing(q: str) -> str:
+        """Look something up."""
+        raise LookupError("backend down")
+
+    hooks = SymfonicHooks(handler=telemetry.handler())
+    agent = Agent(
+        model=ScriptedModel(tool_turns=1),
+        tools=[failing],
+        name="helper",
+        hooks=[hooks],
+        callback_handler=None,
+    )
+    with tenant_scope("acme"):
+        entry(agent)
+    assert_completed_with_failed_tool(telemetry, "acme", "execute_tool lookup")

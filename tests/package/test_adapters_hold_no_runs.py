@@ -20,6 +20,7 @@ PACKAGE: Final = Path(__file__).resolve().parents[2] / "symfonic_otel"
 ADAPTERS: Final = (
     "agent_framework",
     "agno",
+    "claude_agent_sdk",
     "crewai",
     "dspy",
     "google_adk",
@@ -27,6 +28,7 @@ ADAPTERS: Final = (
     "llama_index",
     "openai_agents",
     "pydantic_ai",
+    "semantic_kernel",
     "smolagents",
     "strands",
 )

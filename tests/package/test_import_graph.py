@@ -45,6 +45,7 @@ FRAMEWORK_ADAPTERS: Final = frozenset(
     {
         "symfonic_otel.agent_framework",
         "symfonic_otel.agno",
+        "symfonic_otel.claude_agent_sdk",
         "symfonic_otel.crewai",
         "symfonic_otel.dspy",
         "symfonic_otel.google_adk",
@@ -52,6 +53,7 @@ FRAMEWORK_ADAPTERS: Final = frozenset(
         "symfonic_otel.llama_index",
         "symfonic_otel.openai_agents",
         "symfonic_otel.pydantic_ai",
+        "symfonic_otel.semantic_kernel",
         "symfonic_otel.smolagents",
         "symfonic_otel.strands",
     }
