@@ -61,9 +61,7 @@ def _adapter(telemetry: InMemoryTelemetry, **kwargs: Any) -> SymfonicAgentFramew
     return SymfonicAgentFramework(handler=telemetry.handler(**kwargs))
 
 
-def _fallbacks(telemetry: InMemoryTelemetry, recovered: bool) -> float:
-    where = {semconv.SYNTHESIS_RECOVERED: recovered}
-    return telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, where)
+_fallbacks = checks.fallbacks
 
 
 # --- the cap: max_iterations and the forced final answer ----------------------------------------

@@ -150,9 +150,7 @@ def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
     yield ENTRY_POINTS[request.param]
 
 
-def _fallbacks(telemetry: InMemoryTelemetry, recovered: bool) -> float:
-    where = {semconv.SYNTHESIS_RECOVERED: recovered}
-    return telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, where)
+_fallbacks = checks.fallbacks
 
 
 # --- the step cap: max_iter and the forced final answer ----------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
@@ -119,3 +120,29 @@ def assert_two_chats_and_the_tool_under(
     assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
     tool_span = telemetry.span("execute_tool lookup")
     assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+
+
+def assert_capped_silent_bail(
+    telemetry: InMemoryTelemetry, tenant: str, outcome: str = "completed"
+) -> None:
+    """``tenant``'s one run the step cap ended: a silent bail (tool calls, no text), the run
+    ``outcome``, and the stop reason ``recursion_limit``."""
+    assert bails_of(telemetry, tenant, "tool_calls_with_no_text") == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 1
+    runs = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
+    assert telemetry.value(semconv.AGENT_RUNS.name, runs) == 1
+    stops = {semconv.RUN_STOP_REASON: "recursion_limit", semconv.TENANT_ID: tenant}
+    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
+
+
+def assert_capped_run_span(telemetry: InMemoryTelemetry, span: str) -> None:
+    """The capped run's span is no error and says ``recursion_limit``."""
+    run = telemetry.span(span)
+    assert run.status.status_code is not StatusCode.ERROR
+    assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "recursion_limit"
+
+
+def fallbacks(telemetry: InMemoryTelemetry, recovered: bool) -> float:
+    """Synthesis fallbacks counted so far that did (or did not) recover an answer."""
+    where = {semconv.SYNTHESIS_RECOVERED: recovered}
+    return telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, where)
