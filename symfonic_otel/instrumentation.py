@@ -149,70 +149,7 @@ class _Wrapper:
         self._failures = failures
         self.active = True
 
-    def __call__(
-        self,
-        wrapped: Callable[..., Any],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> Any:
-        raise NotImplementedError
-
-
-class _AddHandler(_Wrapper):
-    """wrapt wrapper for ``BaseCallbackManager.__init__``: add the shared handler once."""
-
-    def __call__(
-        self,
-        wrapped: Callable[..., None],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> None:
-        wrapped(*args, **kwargs)
-        if not self.active:
-            return
-        try:
-            present = (*instance.handlers, *instance.inheritable_handlers)
-            if any(isinstance(h, LangChainCallbackHandler) for h in present):
-                _yield_to_others(instance, self._handler)
-            else:
-                instance.add_handler(self._handler, inherit=True)
-        except Exception as exc:  # a manager we cannot extend must still work
-            self._failures.report("langchain.instrument_manager", exc)
-
-
-class _YieldOnAdd(_Wrapper):
-    """wrapt wrapper for ``BaseCallbackManager.add_handler``: a user's handler replaces ours.
-
-    LangChain adds ``callbacks`` after building the manager (``merge_configs``, a model's or a
-    tool's own callbacks in ``CallbackManager.configure``), so ``__init__`` alone misses them.
-    """
-
-    def __call__(
-        self,
-        wrapped: Callable[..., None],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> None:
-        wrapped(*args, **kwargs)
-        if not self.active:
-            return
-        try:
-            added = args[0] if args else kwargs.get("handler")
-            if isinstance(added, LangChainCallbackHandler) and added is not self._handler:
-                _yield_to_others(instance, self._handler)
-        except Exception as exc:  # a manager we cannot read must still work
-            self._failures.report("langchain.instrument_manager", exc)
-
-
-class _StepInSpan(_Wrapper):
-    """wrapt wrapper for ``_set_config_context``: the step runs under its run's span.
-
-    Called inside the private context copy the step will run in (``ctx.run(...)``), so the
-    attach below only ever affects that copy, which is discarded with the step.
-    """
+    failure_event = "langchain.instrument_manager"
 
     def __call__(
         self,
@@ -222,20 +159,60 @@ class _StepInSpan(_Wrapper):
         kwargs: dict[str, Any],
     ) -> Any:
         result = wrapped(*args, **kwargs)
-        if not self.active:
-            return result
-        try:
-            config = args[0] if args else kwargs.get("config")
-            callbacks = config.get("callbacks") if isinstance(config, Mapping) else None
-            run_id = getattr(callbacks, "parent_run_id", None)
-            recorder = recorder_of(callbacks)
-            if run_id is not None and recorder is not None:
-                ctx = recorder.span_context(run_id)
-                if ctx is not None:
-                    context.attach(ctx)
-        except Exception as exc:  # a config we cannot read must not break the step
-            self._failures.report("langchain.step_context", exc)
+        if self.active:
+            try:
+                self._after(instance, args, kwargs)
+            except Exception as exc:  # what we cannot read or extend must still work
+                self._failures.report(self.failure_event, exc)
         return result
+
+    def _after(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """What the wrapper adds once the wrapped call has returned."""
+        raise NotImplementedError
+
+
+class _AddHandler(_Wrapper):
+    """wrapt wrapper for ``BaseCallbackManager.__init__``: add the shared handler once."""
+
+    def _after(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        present = (*instance.handlers, *instance.inheritable_handlers)
+        if any(isinstance(h, LangChainCallbackHandler) for h in present):
+            _yield_to_others(instance, self._handler)
+        else:
+            instance.add_handler(self._handler, inherit=True)
+
+
+class _YieldOnAdd(_Wrapper):
+    """wrapt wrapper for ``BaseCallbackManager.add_handler``: a user's handler replaces ours.
+
+    LangChain adds ``callbacks`` after building the manager (``merge_configs``, a model's or a
+    tool's own callbacks in ``CallbackManager.configure``), so ``__init__`` alone misses them.
+    """
+
+    def _after(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        added = args[0] if args else kwargs.get("handler")
+        if isinstance(added, LangChainCallbackHandler) and added is not self._handler:
+            _yield_to_others(instance, self._handler)
+
+
+class _StepInSpan(_Wrapper):
+    """wrapt wrapper for ``_set_config_context``: the step runs under its run's span.
+
+    Called inside the private context copy the step will run in (``ctx.run(...)``), so the
+    attach below only ever affects that copy, which is discarded with the step.
+    """
+
+    failure_event = "langchain.step_context"
+
+    def _after(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        config = args[0] if args else kwargs.get("config")
+        callbacks = config.get("callbacks") if isinstance(config, Mapping) else None
+        run_id = getattr(callbacks, "parent_run_id", None)
+        recorder = recorder_of(callbacks)
+        if run_id is not None and recorder is not None:
+            ctx = recorder.span_context(run_id)
+            if ctx is not None:
+                context.attach(ctx)
 
 
 def _unwrap(owner: Any, name: str, wrapper: _Wrapper) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType
@@ -26,6 +27,25 @@ def telemetry() -> Iterator[InMemoryTelemetry]:
     memory.shutdown()
     assert not leaked_spans, f"test left spans unended: {leaked_spans}"
     assert open_runs == 0, f"test left {open_runs} agent run(s) open"
+
+
+def _clear_environment(monkeypatch: pytest.MonkeyPatch, *prefixes: str) -> None:
+    for name in list(os.environ):
+        if name.startswith(prefixes):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``OTEL_*`` variable leaks in from the machine (a module opts in with
+    ``pytestmark = pytest.mark.usefixtures("clean_otel_env")``)."""
+    _clear_environment(monkeypatch, "OTEL_")
+
+
+@pytest.fixture
+def clean_otel_and_symfonic_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``OTEL_*`` nor ``SYMFONIC_OTEL_*`` variable leaks in from the machine."""
+    _clear_environment(monkeypatch, "OTEL_", "SYMFONIC_OTEL_")
 
 
 @pytest.fixture
@@ -115,7 +135,9 @@ def _referenced(obj: object) -> Iterator[object]:
         yield inner
         for name in inner.co_names:
             found = module_globals.get(name)
-            if inspect.isfunction(found) or inspect.isclass(found):
+            if inspect.isfunction(found):
+                yield inspect.unwrap(found)  # a helper behind a decorator (a context manager)
+            elif inspect.isclass(found):
                 yield found
 
 

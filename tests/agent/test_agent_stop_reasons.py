@@ -273,15 +273,16 @@ async def test_real_model_name_reaches_llm_end() -> None:
 # --- max_tokens recovery -----------------------------------------------------------------------
 
 
-async def test_max_tokens_answer_is_continued_and_concatenated() -> None:
-    script = [
-        openai("Part one, ", "length"),
-        openai("part two, ", "length"),
-        openai("the end.", "stop"),
-    ]
+async def _cut_twice(last: str, recoveries: int) -> tuple[ScriptedChatModel, Any]:
+    """Two answers cut at the token limit, then ``last``, with ``recoveries`` continuations."""
+    script = [openai("Part one, ", "length"), openai("part two, ", "length"), openai(last, "stop")]
     model = ScriptedChatModel(script)
-    agent = ReactAgent(model, TOOLS, config=FrameworkConfig(max_length_recoveries=2))
-    response = await agent.run("write a lot")
+    agent = ReactAgent(model, TOOLS, config=FrameworkConfig(max_length_recoveries=recoveries))
+    return model, await agent.run("write a lot")
+
+
+async def test_max_tokens_answer_is_continued_and_concatenated() -> None:
+    model, response = await _cut_twice("the end.", recoveries=2)
 
     assert response.final_response == "Part one, part two, the end."
     assert response.stop_reason == "end_turn"
@@ -293,14 +294,7 @@ async def test_max_tokens_answer_is_continued_and_concatenated() -> None:
 
 
 async def test_max_tokens_recoveries_are_capped() -> None:
-    script = [
-        openai("Part one, ", "length"),
-        openai("part two, ", "length"),
-        openai("never", "stop"),
-    ]
-    model = ScriptedChatModel(script)
-    agent = ReactAgent(model, TOOLS, config=FrameworkConfig(max_length_recoveries=1))
-    response = await agent.run("write a lot")
+    model, response = await _cut_twice("never", recoveries=1)
     assert response.final_response == "Part one, part two, "
     assert response.stop_reason == "max_tokens"
     assert len(model.calls) == 2

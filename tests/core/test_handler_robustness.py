@@ -21,24 +21,9 @@ from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
 from symfonic_otel.read.sanitise import MAX_TIME_NS, MIN_TIME_NS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.hostile_events import CASES, GO_ZERO_TIME, TIMING_CASES, play
+from tests.support.symfonic_events import HANDLER_HOOKS
 
-METHODS = (
-    "on_agent_start",
-    "on_agent_end",
-    "on_llm_end",
-    "on_react_loop_end",
-    "on_fabrication_detected",
-    "on_llm_start",
-    "on_llm_pre_call",
-    "on_text_delta",
-    "on_tool_call_start",
-    "on_tool_result",
-    "on_node_start",
-    "on_node_end",
-    "on_node_error",
-    "on_interrupt",
-    "on_ask_user_question",
-)
+METHODS = HANDLER_HOOKS
 FIELDS = (
     "run_id",
     "query",

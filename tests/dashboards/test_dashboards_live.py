@@ -10,30 +10,26 @@ data, and the silent-bail alert must go pending or firing for the noisy tenant o
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.trace import TracerProvider
-from prometheus_client import CollectorRegistry, start_http_server
 
-from symfonic_otel import OTelCallbackHandler, tenant_scope
+from symfonic_otel import tenant_scope
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
     LLMEndEvent,
     ReactLoopEndEvent,
 )
-from tests.support.fleet_support import DASHBOARDS, RULES, DemoProcess, silent_bail_pages
+from tests.support.dashboard_queries import dashboard_queries
+from tests.support.fleet_support import RULES, DemoProcess, silent_bail_pages
 from tests.support.prometheus_support import PrometheusServer, free_port, require_binary
+from tests.support.scraped_handler import in_background, scraped_handler
 
 # The demo's default tenants; `globex` is the one whose silent-bail rate is several times the rest.
 NOISY = "globex"
@@ -44,13 +40,6 @@ DEMO_RATE = 25  # runs per second: ~5 per tenant, so a steady tenant's window ho
 
 WINDOW = "40s"  # replaces every range window of the rules
 FOR = "2s"  # replaces every `for:`
-SUBSTITUTIONS = {  # Grafana variables -> values for a direct Prometheus query
-    "${datasource}": "",
-    "$__rate_interval": "30s",
-    "$__interval": "5s",
-    "$__range": "1m",
-    "$tenant": ".*",
-}
 # The alerts that page on a tenant's silent-bail rate, as shipped.
 SILENT_BAIL_PAGES = frozenset(silent_bail_pages(yaml.safe_load(RULES.read_text())))
 # The recorded silent-bail ratio per tenant (the 10-minute one where there are several).
@@ -72,49 +61,35 @@ def low_volume_target(port: int, duration_s: float) -> Iterator[None]:
     Its bail rate is 100 %, far above the threshold, but its volume stays under the alert's
     minimum-volume guard: it must never page.
     """
-    registry = CollectorRegistry()
-    reader = PrometheusMetricReader(registry=registry)
-    meter_provider = MeterProvider(metric_readers=[reader])
-    tracer_provider = TracerProvider()
-    handler = OTelCallbackHandler(meter_provider=meter_provider, tracer_provider=tracer_provider)
-    server, server_thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     stop = threading.Event()
+    with scraped_handler(port) as handler:
 
-    def produce() -> None:
-        deadline = time.monotonic() + duration_s
-        index = 0
-        while not stop.is_set() and time.monotonic() < deadline:
-            run_id = f"{LOW_VOLUME}-{index}"
-            with tenant_scope(LOW_VOLUME):
-                handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
-            handler.llm_end(
-                LLMEndEvent(
-                    model="gpt-4o-mini",
-                    output="",
-                    usage={},
-                    run_id=run_id,
-                    node_name="react",
-                    duration_ms=300.0,
+        def produce() -> None:
+            deadline = time.monotonic() + duration_s
+            index = 0
+            while not stop.is_set() and time.monotonic() < deadline:
+                run_id = f"{LOW_VOLUME}-{index}"
+                with tenant_scope(LOW_VOLUME):
+                    handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
+                handler.llm_end(
+                    LLMEndEvent(
+                        model="gpt-4o-mini",
+                        output="",
+                        usage={},
+                        run_id=run_id,
+                        node_name="react",
+                        duration_ms=300.0,
+                    )
                 )
-            )
-            handler.react_loop_end(
-                ReactLoopEndEvent(run_id, 0, "NoneType", False, 0, "no_content_no_tool_calls")
-            )
-            handler.agent_end(AgentEndEvent(run_id, "", 400.0, 1))
-            index += 1
-            stop.wait(3.0)
+                handler.react_loop_end(
+                    ReactLoopEndEvent(run_id, 0, "NoneType", False, 0, "no_content_no_tool_calls")
+                )
+                handler.agent_end(AgentEndEvent(run_id, "", 400.0, 1))
+                index += 1
+                stop.wait(3.0)
 
-    worker = threading.Thread(target=produce, daemon=True)
-    worker.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        worker.join(timeout=10)
-        server.shutdown()
-        server_thread.join(timeout=5)
-        meter_provider.shutdown()
-        tracer_provider.shutdown()
+        with in_background(produce, stop):
+            yield
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -124,31 +99,6 @@ def shortened_rules(text: str) -> str:
     """The rule file with every range window set to WINDOW and every ``for:`` to FOR."""
     text = re.sub(r"\[\d+[smhdw]\]", f"[{WINDOW}]", text)
     return re.sub(r"(?m)^(\s+for:)\s*\S+\s*$", rf"\g<1> {FOR}", text)
-
-
-def substitute(expr: str) -> str:
-    for variable, value in sorted(SUBSTITUTIONS.items(), key=lambda kv: -len(kv[0])):
-        expr = expr.replace(variable, value)
-    assert "$" not in expr, f"unsubstituted variable in {expr!r}"
-    return expr
-
-
-def dashboard_queries() -> list[tuple[str, str, str]]:
-    """(dashboard file, panel title, PromQL) for every panel target and annotation query."""
-    queries: list[tuple[str, str, str]] = []
-    for path in sorted(DASHBOARDS.glob("*.json")):
-        board: dict[str, Any] = json.loads(path.read_text())
-        panels = list(board.get("panels", []))
-        for row in board.get("panels", []):
-            panels.extend(row.get("panels", []))
-        for panel in panels:
-            for target in panel.get("targets", []):
-                queries.append((path.name, panel["title"], substitute(target["expr"])))
-        for annotation in board.get("annotations", {}).get("list", []):
-            if annotation.get("expr"):
-                name = f"annotation {annotation['name']}"
-                queries.append((path.name, name, substitute(annotation["expr"])))
-    return queries
 
 
 def _silent_bail_tenants(prom: PrometheusServer) -> set[str]:

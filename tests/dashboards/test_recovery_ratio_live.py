@@ -16,15 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.trace import TracerProvider
-from prometheus_client import CollectorRegistry, start_http_server
 
-from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
 from tests.support.fleet_support import DASHBOARDS
 from tests.support.prometheus_support import PrometheusServer, free_port, require_binary
+from tests.support.scraped_handler import in_background, scraped_handler
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -53,50 +50,37 @@ def _for_tenant(expr: str, tenant: str) -> str:
 @contextlib.contextmanager
 def fallback_traffic(port: int) -> Iterator[None]:
     """The real handler behind the SDK's Prometheus reader, one run per tenant every 0.2 s."""
-    registry = CollectorRegistry()
-    meter_provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
-    tracer_provider = TracerProvider()
-    handler = OTelCallbackHandler(meter_provider=meter_provider, tracer_provider=tracer_provider)
-    server, server_thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     stop = threading.Event()
+    with scraped_handler(port) as handler:
 
-    def one_run(tenant: str, index: int) -> None:
-        run_id = f"{tenant}-{index}"
-        with tenant_scope(tenant):
-            handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
-        if tenant != NONE:
-            recovered = tenant == HALF and index % 2 == 0
-            handler.llm_end(
-                LLMEndEvent(
-                    model="gpt-4o-mini",
-                    output="an answer" if recovered else "",
-                    usage={},
-                    run_id=run_id,
-                    node_name=semconv.NODE_SYNTHESIZE_FALLBACK,
-                    duration_ms=10.0,
+        def one_run(tenant: str, index: int) -> None:
+            run_id = f"{tenant}-{index}"
+            with tenant_scope(tenant):
+                handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
+            if tenant != NONE:
+                recovered = tenant == HALF and index % 2 == 0
+                handler.llm_end(
+                    LLMEndEvent(
+                        model="gpt-4o-mini",
+                        output="an answer" if recovered else "",
+                        usage={},
+                        run_id=run_id,
+                        node_name=semconv.NODE_SYNTHESIZE_FALLBACK,
+                        duration_ms=10.0,
+                    )
                 )
-            )
-        handler.agent_end(AgentEndEvent(run_id, "an answer", 20.0, 1))
+            handler.agent_end(AgentEndEvent(run_id, "an answer", 20.0, 1))
 
-    def produce() -> None:
-        index = 0
-        while not stop.is_set():
-            for tenant in (FAILING, HALF, NONE):
-                one_run(tenant, index)
-            index += 1
-            stop.wait(0.2)
+        def produce() -> None:
+            index = 0
+            while not stop.is_set():
+                for tenant in (FAILING, HALF, NONE):
+                    one_run(tenant, index)
+                index += 1
+                stop.wait(0.2)
 
-    worker = threading.Thread(target=produce, daemon=True)
-    worker.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        worker.join(timeout=10)
-        server.shutdown()
-        server_thread.join(timeout=5)
-        meter_provider.shutdown()
-        tracer_provider.shutdown()
+        with in_background(produce, stop):
+            yield
 
 
 def test_recovery_ratio_reads_zero_when_every_fallback_failed(tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ with ``-search.latencyOffset`` at the scrape interval, as the guide says).
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ import yaml
 
 from symfonic_otel import dashboards
 from tests.support.alertmanager_support import AlertmanagerServer, WebhookReceiver, config_for_test
+from tests.support.dashboard_queries import dashboard_queries
 from tests.support.fleet_support import (
     DASHBOARDS,
     RULES,
@@ -51,37 +51,8 @@ FLEET = (  # (tenants, noisy) per process
     ("globex,umbrella,hooli", "globex=silent_bail"),
 )
 ORDINARY = frozenset({"acme", "initech", "umbrella", "hooli"})
-SUBSTITUTIONS = {  # Grafana variables -> values for a direct query
-    "${datasource}": "",
-    "$__rate_interval": "30s",
-    "$__interval": "5s",
-    "$__range": "1m",
-    "$tenant": ".*",
-}
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def dashboard_queries() -> list[tuple[str, str, str]]:
-    """(dashboard file, panel title, query) for every panel target and annotation query."""
-    queries: list[tuple[str, str, str]] = []
-    for path in sorted(DASHBOARDS.glob("*.json")):
-        board: dict[str, Any] = json.loads(path.read_text())
-        panels = list(board.get("panels", []))
-        for row in board.get("panels", []):
-            panels.extend(row.get("panels", []))
-        exprs = [(p["title"], t["expr"]) for p in panels for t in p.get("targets", [])]
-        exprs += [
-            (f"annotation {a['name']}", a["expr"])
-            for a in board.get("annotations", {}).get("list", [])
-            if a.get("expr")
-        ]
-        for title, expr in exprs:
-            for variable, value in sorted(SUBSTITUTIONS.items(), key=lambda kv: -len(kv[0])):
-                expr = expr.replace(variable, value)
-            assert "$" not in expr, f"unsubstituted variable in {expr!r}"
-            queries.append((path.name, title, expr))
-    return queries
 
 
 def scrape_config(targets: list[str]) -> dict[str, Any]:

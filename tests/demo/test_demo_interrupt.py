@@ -118,11 +118,8 @@ def demo_env() -> dict[str, str]:
 
 @pytest.fixture
 def receiver() -> Iterator[HttpOtlpReceiver]:
-    server = HttpOtlpReceiver()
-    try:
+    with HttpOtlpReceiver() as server:
         yield server
-    finally:
-        server.close()
 
 
 def _runs_counted(metrics_url: str) -> float:

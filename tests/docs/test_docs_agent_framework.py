@@ -3,26 +3,10 @@ they say."""
 
 from __future__ import annotations
 
-import pytest
-
-from tests.support.framework_docs_support import (
-    assert_blocks_are_examples,
-    assert_prints_its_comments,
-    assert_runs_silently,
-)
-
-SETUP, BAIL = "agent_framework_setup.py", "agent_framework_bail.py"
+from tests.support.framework_docs_support import FrameworkPageChecks
 
 
-def test_every_python_block_of_the_page_is_an_example_file() -> None:
-    assert_blocks_are_examples("agent-framework.md", SETUP, BAIL)
-
-
-def test_the_bail_example_prints_what_its_comments_say() -> None:
-    pytest.importorskip("agent_framework", reason="needs the agent-framework extra")
-    assert_prints_its_comments(BAIL)
-
-
-def test_the_setup_example_runs_and_prints_nothing() -> None:
-    pytest.importorskip("agent_framework", reason="needs the agent-framework extra")
-    assert_runs_silently(SETUP)
+class TestAgentFrameworkPage(FrameworkPageChecks):
+    page, module = "agent-framework.md", "agent_framework"
+    setup, bail = "agent_framework_setup.py", "agent_framework_bail.py"
+    reason = "needs the agent-framework extra"

@@ -3,26 +3,10 @@
 
 from __future__ import annotations
 
-import pytest
-
-from tests.support.framework_docs_support import (
-    assert_blocks_are_examples,
-    assert_prints_its_comments,
-    assert_runs_silently,
-)
-
-SETUP, BAIL = "dspy_setup.py", "dspy_bail.py"
+from tests.support.framework_docs_support import FrameworkPageChecks
 
 
-def test_every_python_block_of_the_page_is_an_example_file() -> None:
-    assert_blocks_are_examples("dspy.md", SETUP, BAIL)
-
-
-def test_the_bail_example_prints_what_its_comments_say() -> None:
-    pytest.importorskip("dspy", reason="needs the dspy extra (.ci/framework-envs)")
-    assert_prints_its_comments(BAIL)
-
-
-def test_the_setup_example_runs_and_prints_nothing() -> None:
-    pytest.importorskip("dspy", reason="needs the dspy extra (.ci/framework-envs)")
-    assert_runs_silently(SETUP)
+class TestDspyPage(FrameworkPageChecks):
+    page, module = "dspy.md", "dspy"
+    setup, bail = "dspy_setup.py", "dspy_bail.py"
+    reason = "needs the dspy extra (.ci/framework-envs)"

@@ -3,26 +3,10 @@
 
 from __future__ import annotations
 
-import pytest
-
-from tests.support.framework_docs_support import (
-    assert_blocks_are_examples,
-    assert_prints_its_comments,
-    assert_runs_silently,
-)
-
-SETUP, BAIL = "google_adk_setup.py", "google_adk_bail.py"
+from tests.support.framework_docs_support import FrameworkPageChecks
 
 
-def test_every_python_block_of_the_page_is_an_example_file() -> None:
-    assert_blocks_are_examples("google-adk.md", SETUP, BAIL)
-
-
-def test_the_bail_example_prints_what_its_comments_say() -> None:
-    pytest.importorskip("google.adk", reason="needs the google-adk extra (.ci/framework-envs)")
-    assert_prints_its_comments(BAIL)
-
-
-def test_the_setup_example_runs_and_prints_nothing() -> None:
-    pytest.importorskip("google.adk", reason="needs the google-adk extra (.ci/framework-envs)")
-    assert_runs_silently(SETUP)
+class TestGoogleAdkPage(FrameworkPageChecks):
+    page, module = "google-adk.md", "google.adk"
+    setup, bail = "google_adk_setup.py", "google_adk_bail.py"
+    reason = "needs the google-adk extra (.ci/framework-envs)"

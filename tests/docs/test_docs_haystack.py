@@ -3,26 +3,10 @@
 
 from __future__ import annotations
 
-import pytest
-
-from tests.support.framework_docs_support import (
-    assert_blocks_are_examples,
-    assert_prints_its_comments,
-    assert_runs_silently,
-)
-
-SETUP, BAIL = "haystack_setup.py", "haystack_bail.py"
+from tests.support.framework_docs_support import FrameworkPageChecks
 
 
-def test_every_python_block_of_the_page_is_an_example_file() -> None:
-    assert_blocks_are_examples("haystack.md", SETUP, BAIL)
-
-
-def test_the_bail_example_prints_what_its_comments_say() -> None:
-    pytest.importorskip("haystack", reason="needs the haystack extra (.ci/framework-envs)")
-    assert_prints_its_comments(BAIL)
-
-
-def test_the_setup_example_runs_and_prints_nothing() -> None:
-    pytest.importorskip("haystack", reason="needs the haystack extra (.ci/framework-envs)")
-    assert_runs_silently(SETUP)
+class TestHaystackPage(FrameworkPageChecks):
+    page, module = "haystack.md", "haystack"
+    setup, bail = "haystack_setup.py", "haystack_bail.py"
+    reason = "needs the haystack extra (.ci/framework-envs)"

@@ -3,26 +3,10 @@
 
 from __future__ import annotations
 
-import pytest
-
-from tests.support.framework_docs_support import (
-    assert_blocks_are_examples,
-    assert_prints_its_comments,
-    assert_runs_silently,
-)
-
-SETUP, BAIL = "semantic_kernel_setup.py", "semantic_kernel_bail.py"
+from tests.support.framework_docs_support import FrameworkPageChecks
 
 
-def test_every_python_block_of_the_page_is_an_example_file() -> None:
-    assert_blocks_are_examples("semantic-kernel.md", SETUP, BAIL)
-
-
-def test_the_bail_example_prints_what_its_comments_say() -> None:
-    pytest.importorskip("semantic_kernel", reason="needs the semantic-kernel extra")
-    assert_prints_its_comments(BAIL)
-
-
-def test_the_setup_example_runs_and_prints_nothing() -> None:
-    pytest.importorskip("semantic_kernel", reason="needs the semantic-kernel extra")
-    assert_runs_silently(SETUP)
+class TestSemanticKernelPage(FrameworkPageChecks):
+    page, module = "semantic-kernel.md", "semantic_kernel"
+    setup, bail = "semantic_kernel_setup.py", "semantic_kernel_bail.py"
+    reason = "needs the semantic-kernel extra"

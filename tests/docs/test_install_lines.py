@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from tests.support.processes import run_ok, run_text
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -281,39 +283,27 @@ def test_a_fresh_virtualenv_runs_the_langchain_example_after_its_install_line(
         source,
         ignore=shutil.ignore_patterns(".git", ".venv", "site", "__pycache__", "*.egg-info"),
     )
-    install = subprocess.run(
+    install = run_text(
         [str(python), "-m", "pip", "install", "-q", "--prefer-binary", f"{source}[langchain]"],
-        capture_output=True,
-        text=True,
         env=env,
         timeout=1500,
-        check=False,
     )
     if install.returncode != 0 and not os.environ.get("CI"):
         pytest.skip(f"no package index reachable: {install.stderr[-300:]}")
     assert install.returncode == 0, install.stderr
-    run = subprocess.run(
+    run = run_ok(
         [str(python), str(EXAMPLES / "langchain_agent.py")],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=tmp_path,  # not the checkout: the installed package is what is imported
         timeout=300,
-        check=False,
     )
-    assert run.returncode == 0, run.stderr
     assert "It is sunny in Paris." in run.stdout
     # The installed wheel carries the runbooks its rules link to.
-    export = subprocess.run(
+    run_ok(
         [str(venv / "bin" / "symfonic-otel"), "dashboards", "export", str(tmp_path / "ops")],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=tmp_path,
-        timeout=120,
-        check=False,
     )
-    assert export.returncode == 0, export.stderr
     page = tmp_path / "ops" / "runbooks" / "SymfonicSilentBailBudgetBurn" / "README.md"
     assert page.read_text().startswith("# SymfonicSilentBailBudgetBurn")
 
@@ -339,19 +329,16 @@ def test_a_fresh_virtualenv_imports_the_adapter_after_the_smolagents_pages_line(
             ".git", ".venv", ".venvs", "site", "__pycache__", "*.egg-info"
         ),
     )
-    install = subprocess.run(
+    install = run_text(
         [str(venv / "bin" / command[0]), *command[1:], "-q", "--prefer-binary"],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=source,
         timeout=1500,
-        check=False,
     )
     if install.returncode != 0 and not os.environ.get("CI"):
         pytest.skip(f"no package index reachable: {install.stderr[-300:]}")
     assert install.returncode == 0, install.stderr
-    run = subprocess.run(
+    run = run_ok(
         [
             str(venv / "bin" / "python"),
             "-c",
@@ -360,12 +347,8 @@ def test_a_fresh_virtualenv_imports_the_adapter_after_the_smolagents_pages_line(
             "SymfonicSmolagents()\n"
             "print(m.__file__)",
         ],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=tmp_path,
         timeout=300,
-        check=False,
     )
-    assert run.returncode == 0, run.stderr
     assert run.stdout.strip().startswith(str(source))  # the checkout the line installed

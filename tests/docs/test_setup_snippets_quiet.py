@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.otlp_receiver import GrpcOtlpReceiver
+from tests.support.processes import run_text
 from tests.support.reliability_support import refused_endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,14 +40,10 @@ def _run(example: str, endpoint: str) -> tuple[subprocess.CompletedProcess[str],
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(PYTHONPATH=str(ROOT), OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, **MODEL_ENV)
     started = time.monotonic()
-    done = subprocess.run(
+    done = run_text(
         [sys.executable, str(EXAMPLES / example)],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=ROOT,
-        timeout=120,
-        check=False,
     )
     return done, time.monotonic() - started
 

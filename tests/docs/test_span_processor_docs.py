@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from symfonic_otel import semconv
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.langchain_support import restore_unwrapped, wrapt_snapshot
+from tests.support.processes import run_ok
 from tests.support.span_processor_support import LABELS, visibility_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,13 +107,9 @@ def test_the_examples_run_as_programs(example: Path) -> None:
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         "METRICS_PORT": "0",
     }
-    done = subprocess.run(
+    done = run_ok(
         [sys.executable, str(example)],
-        capture_output=True,
-        text=True,
         env=env,
         timeout=100,
-        check=False,
     )
-    assert done.returncode == 0, done.stderr
     assert done.stdout == ""

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from symfonic_otel.read.sanitise import parse_utc_ns
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import symfonic_events as sym
+from tests.support.symfonic_events import HANDLER_HOOKS
 
 RUN = "invoke_agent symfonic"
 
@@ -142,6 +143,14 @@ NOON_NS = parse_utc_ns("2026-11-30T12:00:00+00:00") or 0
 NOON = datetime(2026, 11, 30, 12, tzinfo=UTC)
 
 
+async def _chat_started_at(telemetry: InMemoryTelemetry, stamp: object) -> ReadableSpan:
+    """The span of one 250 ms chat whose start the event gives as ``stamp``."""
+    await telemetry.handler().on_llm_end(
+        sym.LLMEnd("gpt-4o", "x", {}, "", "react", duration_ms=250.0, started_at_utc=stamp)  # type: ignore[arg-type]
+    )
+    return telemetry.span("chat gpt-4o")
+
+
 @pytest.mark.parametrize(
     "stamp",
     [
@@ -158,11 +167,7 @@ NOON = datetime(2026, 11, 30, 12, tzinfo=UTC)
 async def test_started_at_utc_in_every_form_gives_the_same_start(
     telemetry: InMemoryTelemetry, stamp: object
 ) -> None:
-    handler = telemetry.handler()
-    await handler.on_llm_end(
-        sym.LLMEnd("gpt-4o", "x", {}, "", "react", duration_ms=250.0, started_at_utc=stamp)  # type: ignore[arg-type]
-    )
-    chat = telemetry.span("chat gpt-4o")
+    chat = await _chat_started_at(telemetry, stamp)
     assert chat.start_time == NOON_NS
     assert chat.end_time == NOON_NS + 250_000_000
     assert _drops(telemetry) == Counter()
@@ -173,11 +178,7 @@ async def test_a_start_stamp_of_another_type_is_malformed_and_the_call_kept(
     telemetry: InMemoryTelemetry, stamp: object
 ) -> None:
     """Epoch numbers carry no unit (seconds? milliseconds?): not guessed."""
-    handler = telemetry.handler()
-    await handler.on_llm_end(
-        sym.LLMEnd("gpt-4o", "x", {}, "", "react", duration_ms=250.0, started_at_utc=stamp)  # type: ignore[arg-type]
-    )
-    chat = telemetry.span("chat gpt-4o")
+    chat = await _chat_started_at(telemetry, stamp)
     assert chat.start_time is not None and chat.start_time > NOON_NS  # at receipt
     assert telemetry.value("gen_ai.client.operation.duration") == 1
     assert _drops(telemetry) == Counter({("llm_end", "malformed"): 1})
@@ -251,23 +252,7 @@ async def test_the_legacy_fabrication_companion_is_not_a_second_detection(
 # usage is on LLMEnd; both would count it twice), ThinkingDelta / ToolCallDelta / Message* /
 # ResponseComplete (stream framing), and the memory events (Activation, Consolidation*, Graph*,
 # MemoryExtracted, SearchResult): not agent-turn telemetry.
-MAPPED_HOOKS = {
-    "on_agent_start",
-    "on_agent_end",
-    "on_llm_start",
-    "on_llm_pre_call",
-    "on_llm_end",
-    "on_react_loop_end",
-    "on_fabrication_detected",
-    "on_text_delta",
-    "on_tool_call_start",
-    "on_tool_result",
-    "on_node_start",
-    "on_node_end",
-    "on_node_error",
-    "on_interrupt",
-    "on_ask_user_question",
-}
+MAPPED_HOOKS = set(HANDLER_HOOKS)
 
 
 def test_the_handler_maps_exactly_these_hooks(telemetry: InMemoryTelemetry) -> None:

@@ -23,11 +23,7 @@ from symfonic_otel.export.sdk_settings import SDK_SETTINGS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 def _exporter(telemetry: Telemetry, kind: str) -> object:

@@ -6,7 +6,6 @@ is shut down at once.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,12 +44,7 @@ from symfonic_otel.export.handle import Telemetry
 from symfonic_otel.export.setup import configure_telemetry
 from tests.support.otlp_receiver import refused_endpoint
 
-
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 @pytest.fixture

@@ -26,11 +26,7 @@ from tests.support.otlp_receiver import refused_endpoint
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "prometheus_only.py"
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 def _configured(**kwargs: Any) -> dict[str, Any]:

@@ -32,11 +32,7 @@ from tests.support.otlp_receiver import (
 GOOD_RUNS = 100
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 @pytest.fixture(params=["grpc", "http/protobuf"])

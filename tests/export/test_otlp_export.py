@@ -47,12 +47,7 @@ RUN = "run-otlp-1"
 # --- fixtures -------------------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Start every test from a clean slate: no OTEL_* variable leaks in from the machine."""
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 @pytest.fixture(params=["grpc", "http/protobuf"])

@@ -12,7 +12,6 @@ counters stay cumulative (tests/export/test_otlp_temporality.py says why).
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import urllib.error
 import urllib.request
@@ -46,11 +45,7 @@ LIMIT = GRPC_DEFAULT_MAX_RECEIVE
 TENANT = semconv.TENANT_ID
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 @pytest.fixture(params=["grpc", "http/protobuf"])

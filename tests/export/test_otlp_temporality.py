@@ -28,10 +28,10 @@ from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.emit.tenant_counters import TENANT_COUNTER_NAMES
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from tests.emit.test_tenant_churn import Clock, _run
-from tests.export.test_otlp_scale import _configure, clean_otel_env
+from tests.export.test_otlp_scale import _configure
 from tests.support.otlp_receiver import HttpOtlpReceiver, ReceivedPoint, points_of
 
-__all__ = ["clean_otel_env"]  # the autouse fixture: no OTEL_ variable leaks in
+pytestmark = pytest.mark.usefixtures("clean_otel_env")  # no OTEL_ variable leaks in
 
 PREFERENCE: Final = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"
 TENANT: Final = semconv.TENANT_ID

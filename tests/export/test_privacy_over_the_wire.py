@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,11 +69,7 @@ PRIVATE = {
 CUT_BY_TRUNCATION = ("prompt tail", "draft tail")  # past 4,096 characters: never exported
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 @pytest.fixture(params=["grpc", "http/protobuf"])

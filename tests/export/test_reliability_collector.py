@@ -11,7 +11,6 @@ checked again after the agent has loaded the export pipeline.
 from __future__ import annotations
 
 import gc
-import os
 import time
 from collections.abc import Iterator
 
@@ -52,11 +51,7 @@ BATCH_SIZE = 512
 RSS_GROWTH_BOUND_MB = 10.0  # ~500 bytes a run: one leaked span per run would be ~10x that
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 @pytest.fixture

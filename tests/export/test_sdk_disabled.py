@@ -5,7 +5,6 @@ setup with the switch off shows every one of them, so the test can fail."""
 from __future__ import annotations
 
 import asyncio
-import os
 import urllib.request
 from collections.abc import Iterator
 
@@ -15,12 +14,7 @@ from symfonic_otel import OTelCallbackHandler, configure_telemetry
 from tests.support.event_scripts import bail_with_synthesis, replay
 from tests.support.otlp_receiver import GrpcOtlpReceiver, OtlpReceiver
 
-
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 @pytest.fixture

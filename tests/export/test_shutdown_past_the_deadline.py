@@ -5,12 +5,12 @@ channel, printed "Channel closed!" or an "Exception while exporting metrics" tra
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_text
 from tests.support.reliability_support import dead_collector
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,14 +44,10 @@ def test_a_shutdown_past_its_deadline_leaves_the_sdk_nothing_to_print_a_tracebac
             OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
             OTEL_EXPORTER_OTLP_TIMEOUT="3",  # the export in flight ends within the wait below
         )
-        done = subprocess.run(
+        done = run_text(
             [sys.executable, str(app), "4"],
-            capture_output=True,
-            text=True,
             env=env,
             cwd=tmp_path,
-            timeout=120,
-            check=False,
         )
     assert done.returncode == 0, done.stderr
     clean, elapsed = done.stdout.split()

@@ -73,11 +73,8 @@ def _run_spans(receiver: HttpOtlpReceiver) -> int:
 
 @pytest.fixture
 def receiver() -> Iterator[HttpOtlpReceiver]:
-    server = HttpOtlpReceiver()
-    try:
+    with HttpOtlpReceiver() as server:
         yield server
-    finally:
-        server.close()
 
 
 def test_without_the_opt_in_sigterm_loses_everything_not_yet_exported(

@@ -11,7 +11,6 @@ and histograms alike) arrived at the OTLP receiver.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import urllib.request
 from pathlib import Path
@@ -33,11 +32,7 @@ from tests.support.retention_runs import PlannedRun, plan, play_all
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("OTEL_", "SYMFONIC_OTEL_")):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_and_symfonic_env")
 
 
 def _scrape(telemetry: Telemetry) -> str:

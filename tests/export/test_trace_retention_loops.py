@@ -10,7 +10,6 @@ looping-run counter's exemplar, scraped as OpenMetrics, names a trace the receiv
 
 from __future__ import annotations
 
-import os
 import urllib.request
 from typing import Any
 
@@ -28,11 +27,7 @@ LOOP_EVERY = 25  # 12 looping runs among 300
 SECRET = "repeated-argument-text"
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("OTEL_", "SYMFONIC_OTEL_")):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_and_symfonic_env")
 
 
 class ToolCallStart:

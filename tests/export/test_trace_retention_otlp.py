@@ -10,7 +10,6 @@ never a partial trace. The default (ratio 1.0) exports every run.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -25,11 +24,7 @@ from tests.support.retention_runs import FAILING, HEALTHY, PlannedRun, plan, pla
 RUNS = 2_000
 
 
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("OTEL_", "SYMFONIC_OTEL_")):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_and_symfonic_env")
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.agent_framework import SymfonicAgentFramework
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
 from tests.support.agent_framework_support import (
     QUESTION,
     ScriptedClient,
@@ -31,7 +32,7 @@ from tests.support.agent_framework_support import (
     capped_client,
 )
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import looping
 
 
 async def _run(built: Any, **kwargs: Any) -> Any:
@@ -60,9 +61,7 @@ def _adapter(telemetry: InMemoryTelemetry, **kwargs: Any) -> SymfonicAgentFramew
     return SymfonicAgentFramework(handler=telemetry.handler(**kwargs))
 
 
-def _fallbacks(telemetry: InMemoryTelemetry, recovered: bool) -> float:
-    where = {semconv.SYNTHESIS_RECOVERED: recovered}
-    return telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, where)
+_fallbacks = checks.fallbacks
 
 
 # --- the cap: max_iterations and the forced final answer ----------------------------------------
@@ -129,21 +128,10 @@ def test_a_healthy_run_has_our_span_shape(telemetry: InMemoryTelemetry, entry: A
     adapter = _adapter(telemetry)
     with tenant_scope("acme"):
         assert entry(agent(adapter, ScriptedClient(tool_turns=1))).text == "It is sunny."
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    where = {
-        semconv.TENANT_ID: "acme",
-        semconv.RUN_OUTCOME: "completed",
-        semconv.RESPONSE_EMPTY: False,
-    }
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    checks.assert_one_healthy_run(telemetry)
     run = telemetry.span("invoke_agent helper")
     assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run)
     assert adapter.open_runs == 0
 
 
@@ -213,9 +201,7 @@ def test_two_tenants_interleaved_from_the_session_state(telemetry: InMemoryTelem
         )
 
     asyncio.run(both())
-    assert bails_of(telemetry, "acme") == 2
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 2
+    checks.assert_only_acme_bailed(telemetry, 2)
     assert adapter.open_runs == 0
 
 
@@ -227,15 +213,10 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
 ) -> None:
     adapter = _adapter(telemetry)
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(adapter._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, adapter)
     with tenant_scope("acme"):
         assert entry(agent(adapter, ScriptedClient(tool_turns=1))).text == "It is sunny."
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicAgentFramework.tool_start"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgentFramework.tool_start")
 
 
 @pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
@@ -261,10 +242,7 @@ def test_open_runs_are_capped_the_oldest_ends_abandoned(
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicAgentFramework(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicAgentFramework(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicAgentFramework)
 
 
 # --- loops --------------------------------------------------------------------------------------
@@ -283,28 +261,15 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
 
     with tenant_scope("acme"):
         entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=3), [watched]))
-    assert seen_in_call == [0, 0, 1]
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent helper").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == 2
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    def go(adapter: SymfonicAgentFramework, tool_turns: int) -> None:
+    def go(tool_turns: int, **options: Any) -> None:
+        built = agent(_adapter(telemetry, **options), ScriptedClient(tool_turns=tool_turns))
         with tenant_scope("acme"):
-            asyncio.run(agent(adapter, ScriptedClient(tool_turns=tool_turns)).run(QUESTION))
+            asyncio.run(built.run(QUESTION))
 
-    go(_adapter(telemetry), 2)
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    go(_adapter(telemetry, loop_threshold=4), 3)
-    assert looping(telemetry) == 0
-    go(_adapter(telemetry, runaway_calls=2), 2)  # three model calls past a budget of two
-    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    checks.assert_loop_options_reach_the_handler(telemetry, go)

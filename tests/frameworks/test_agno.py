@@ -25,9 +25,10 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.agno import SymfonicAgno
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
 from tests.support.agno_support import QUESTION, ScriptedModel, agent
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import looping
 
 
 def run(built: Any, **kwargs: Any) -> Any:
@@ -116,13 +117,7 @@ def test_a_healthy_run_has_our_span_shape(telemetry: InMemoryTelemetry) -> None:
     run_span = telemetry.span("invoke_agent helper")
     assert run_span.attributes is not None
     assert run_span.attributes[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run_span.context.span_id for c in chats)
-    assert chats[0].attributes is not None
-    assert chats[0].attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run_span.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run_span)
     assert adapter.open_runs == 0
 
 
@@ -203,9 +198,7 @@ def test_two_tenants_interleaved_from_metadata_and_session_state(
         )
 
     asyncio.run(both())
-    assert bails_of(telemetry, "acme") == 2
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 2
+    checks.assert_only_acme_bailed(telemetry, 2)
     assert adapter.open_runs == 0
 
 
@@ -217,17 +210,12 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
 ) -> None:
     adapter = _adapter(telemetry)
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(adapter._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, adapter)
     built = agent(adapter, ScriptedModel(tool_turns=1))
     with tenant_scope("acme"):
         assert run(built).content == "It is sunny."
 
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicAgno.tool_start"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgno.tool_start")
 
 
 @pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
@@ -257,10 +245,7 @@ def test_instrument_is_idempotent_and_bad_arguments_get_clear_errors(
     with tenant_scope("acme"):
         run(built)
     assert telemetry.value(semconv.AGENT_RUNS.name) == 1
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicAgno(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicAgno(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicAgno)
     with pytest.raises(TypeError, match="Agent"):
         adapter.instrument(object())  # type: ignore[arg-type]
 
@@ -281,30 +266,17 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     built = agent(_adapter(telemetry), ScriptedModel(tool_turns=3), tools=[lookup])
     with tenant_scope("acme"):
         assert entry(built).content == "It is sunny."
-    assert seen_in_call == [0, 0, 1]  # detected before the run ended
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent helper").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == 2
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    with tenant_scope("acme"):
-        run(agent(_adapter(telemetry), ScriptedModel(tool_turns=2)))
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    with tenant_scope("acme"):
-        run(agent(_adapter(telemetry, loop_threshold=4), ScriptedModel(tool_turns=3)))
-    assert looping(telemetry) == 0
-    with tenant_scope("acme"):  # three model calls past a budget of two
-        run(agent(_adapter(telemetry, runaway_calls=2), ScriptedModel(tool_turns=2)))
-    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    def go(tool_turns: int, **options: Any) -> None:
+        with tenant_scope("acme"):
+            run(agent(_adapter(telemetry, **options), ScriptedModel(tool_turns=tool_turns)))
+
+    checks.assert_loop_options_reach_the_handler(telemetry, go)
 
 
 def test_model_calls_are_read_at_each_tool_call_so_the_call_budget_counts_while_it_runs(

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
+
+from tests.support.live_paging import live_paging
 
 pytest.importorskip("agno", reason="needs the agno extra")
 pytest.importorskip("agent_framework", reason="needs the agent-framework extra")
@@ -23,12 +24,8 @@ pytest.importorskip("agent_framework", reason="needs the agent-framework extra")
 from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.agent_framework import SymfonicAgentFramework
 from symfonic_otel.agno import SymfonicAgno
-from symfonic_otel.export.setup import configure_telemetry
 from tests.support import agent_framework_support as maf
 from tests.support import agno_support as ag
-from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.live_traffic_support import watch_pages
-from tests.support.prometheus_support import require_binary
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
 PAUSE_S = 0.2
@@ -70,26 +67,7 @@ ROUNDS = {"agno": _agno_round, "agent-framework": _agent_framework_round}
 
 @pytest.mark.parametrize("framework", sorted(ROUNDS))
 def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path, framework: str) -> None:
-    require_binary("prometheus")
-    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
-    assert pages, "no shipped alert pages on the silent-bail rate"
-    rules = tmp_path / "symfonic-rules.live.yml"
-    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
-    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
-    handler = OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    try:
-        fired, ever = watch_pages(
-            tmp_path,
-            telemetry.prometheus_port or 0,
-            rules,
-            pages,
-            ROUNDS[framework](handler),
-            PAUSE_S,
-            {BAILER},
-        )
-    finally:
-        telemetry.shutdown(timeout_millis=5_000)
+    with live_paging(tmp_path, FACTOR) as live:
+        fired, ever = live.watch(ROUNDS[framework](live.handler), PAUSE_S, {BAILER})
     assert BAILER in fired
     assert STEADY not in ever

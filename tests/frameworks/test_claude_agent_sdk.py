@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import adapter_checks as checks
+
 pytest.importorskip("claude_agent_sdk", reason="needs the claude-agent-sdk extra")
 
 from claude_agent_sdk import (
@@ -127,12 +129,7 @@ def test_an_answer_is_a_completed_run_with_our_span_shape(
 
 
 def _assert_capped(telemetry: InMemoryTelemetry, tenant: str, outcome: str) -> None:
-    assert bails_of(telemetry, tenant, "tool_calls_with_no_text") == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 1
-    runs = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
-    assert telemetry.value(semconv.AGENT_RUNS.name, runs) == 1
-    stops = {semconv.RUN_STOP_REASON: "recursion_limit", semconv.TENANT_ID: tenant}
-    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
+    checks.assert_capped_silent_bail(telemetry, tenant, outcome)
 
 
 def test_max_turns_is_a_silent_bail_and_the_result_error_reaches_the_caller(

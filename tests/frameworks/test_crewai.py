@@ -31,6 +31,7 @@ from crewai.tools import tool
 from symfonic_otel import semconv
 from symfonic_otel.crewai import SymfonicListener
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 from tests.support.raising_support import assert_completed_with_failed_tool, assert_error_run
@@ -149,9 +150,7 @@ def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
     yield ENTRY_POINTS[request.param]
 
 
-def _fallbacks(telemetry: InMemoryTelemetry, recovered: bool) -> float:
-    where = {semconv.SYNTHESIS_RECOVERED: recovered}
-    return telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, where)
+_fallbacks = checks.fallbacks
 
 
 # --- the step cap: max_iter and the forced final answer ----------------------------------------
@@ -227,13 +226,7 @@ def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     }
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     run = telemetry.span("invoke_agent helper")
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    assert chats[0].attributes is not None
-    assert chats[0].attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run)
 
 
 # --- tenants ------------------------------------------------------------------------------------
@@ -246,9 +239,7 @@ def test_two_tenants_on_one_listener(
     kickoff(_crew(scripted(tool_turns=1), max_iter=5), "globex")
     crewai_event_bus.flush()
 
-    assert bails_of(telemetry, "acme") == 1
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 1
+    checks.assert_only_acme_bailed(telemetry, 1)
 
 
 # --- never hurt the agent -----------------------------------------------------------------------
@@ -257,23 +248,15 @@ def test_two_tenants_on_one_listener(
 def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, listener: SymfonicListener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(listener._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, listener)
     assert kickoff(_crew(scripted(tool_turns=1), max_iter=5), "acme") == "It is sunny."
     crewai_event_bus.flush()
 
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicListener.tool_start"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicListener.tool_start")
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicListener(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicListener(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicListener)
 
 
 # --- loops: identical tool calls and the call budget -------------------------------------------

@@ -28,8 +28,9 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.dspy import SymfonicCallback
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import assert_no_text, looping
 
 STEP = {
     "next_thought": "look it up",
@@ -336,15 +337,10 @@ def test_a_failing_tool_is_swallowed_by_react_and_the_run_completes(
 def test_a_failing_adapter_never_reaches_the_program_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, callback: SymfonicCallback, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(callback._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, callback)
     with tenant_scope("acme"):
         assert call(_react(healthy(1))).answer == "It is sunny."
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicCallback.tool_start"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicCallback.tool_start")
 
 
 def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTelemetry) -> None:
@@ -387,10 +383,7 @@ def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTe
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicCallback(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicCallback(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicCallback)
 
 
 # --- loops ---------------------------------------------------------------------------------------
@@ -408,15 +401,9 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
 
     with tenant_scope("acme"):
         entry(_react(healthy(3), tools=[lookup]))
-    assert seen_in_call == [0, 0, 1]  # detected before the run ended
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent ReAct").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 5  # three lookups, finish, extract
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    checks.assert_three_lookups_looped(
+        telemetry, seen_in_call, span="invoke_agent ReAct", inference_calls=5, repeated_calls=None
+    )  # three lookups, finish, extract
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
@@ -427,12 +414,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
         with dspy.context(callbacks=[made]), tenant_scope("acme"):
             call(_react(healthy(steps)))
 
-    once(2)
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    once(3, loop_threshold=4)
-    assert looping(telemetry) == 0
-    once(1, runaway_calls=2)  # three model calls past a budget of two
-    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    checks.assert_loop_options_reach_the_handler(telemetry, once, turns=(2, 3, 1))
 
 
 def test_a_cancelled_run_is_cancelled_never_a_bail(
@@ -456,9 +438,7 @@ def test_a_cancelled_run_is_cancelled_never_a_bail(
             await task
 
     asyncio.run(go())
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    checks.assert_cancelled_never_a_bail(telemetry)
 
 
 def test_under_content_capture_the_question_and_the_tool_call_are_recorded(

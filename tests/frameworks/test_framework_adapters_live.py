@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from agents import MaxTurnsExceeded, Runner, set_trace_processors
 from pydantic_ai import Agent, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -21,14 +20,11 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
 from symfonic_otel import OTelCallbackHandler, tenant_scope
-from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.pydantic_ai import SymfonicCapability
-from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.live_traffic_support import watch_pages
+from tests.support.live_paging import live_paging
 from tests.support.openai_agents_support import agent as agents_agent
 from tests.support.openai_agents_support import answering, looping
-from tests.support.prometheus_support import require_binary
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
 PAUSE_S = 0.2  # between rounds: ~4 runs per second per tenant, 20 runs within seconds
@@ -72,31 +68,16 @@ def _round(handler: OTelCallbackHandler) -> None:
 
 
 def test_the_page_fires_for_the_bailing_tenants_of_both_frameworks_only(tmp_path: Path) -> None:
-    require_binary("prometheus")
-    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
-    assert pages, "no shipped alert pages on the silent-bail rate"
-    rules = tmp_path / "symfonic-rules.live.yml"
-    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
-
-    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
-    handler = OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    processor = SymfonicTracingProcessor(handler=handler)
-    set_trace_processors([processor])
-    try:
-        fired, ever = watch_pages(
-            tmp_path,
-            telemetry.prometheus_port or 0,
-            rules,
-            pages,
-            lambda: _round(handler),
-            PAUSE_S,
-            {AGENTS_BAILER, PYDANTIC_BAILER},
-        )
-    finally:
-        set_trace_processors([])
-        telemetry.shutdown(timeout_millis=5_000)
+    with live_paging(tmp_path, FACTOR) as live:
+        handler = live.handler
+        processor = SymfonicTracingProcessor(handler=handler)
+        set_trace_processors([processor])
+        try:
+            fired, ever = live.watch(
+                lambda: _round(handler), PAUSE_S, {AGENTS_BAILER, PYDANTIC_BAILER}
+            )
+        finally:
+            set_trace_processors([])
     assert STEADY not in ever
     assert processor.internal_failures() == {}
     counts: dict[str, Any] = {"fired": sorted(fired), "ever": sorted(ever)}

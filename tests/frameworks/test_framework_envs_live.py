@@ -16,13 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 from symfonic_otel import OTelCallbackHandler, tenant_scope
-from symfonic_otel.export.setup import configure_telemetry
-from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.live_traffic_support import watch_pages
-from tests.support.prometheus_support import require_binary
+from tests.support.live_paging import live_paging
 
 
 def _installed(module: str) -> bool:
@@ -143,24 +139,6 @@ ROUNDS = {
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path, framework: str) -> None:
-    require_binary("prometheus")
-    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
-    rules = tmp_path / "symfonic-rules.live.yml"
-    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
-    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
-    handler = OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    try:
-        _, ever = watch_pages(
-            tmp_path,
-            telemetry.prometheus_port or 0,
-            rules,
-            pages,
-            ROUNDS[framework](handler),
-            PAUSE_S,
-            {BAILER},
-        )
-    finally:
-        telemetry.shutdown(timeout_millis=5_000)
+    with live_paging(tmp_path, FACTOR) as live:
+        _, ever = live.watch(ROUNDS[framework](live.handler), PAUSE_S, {BAILER})
     assert STEADY not in ever

@@ -9,6 +9,7 @@ options taken through each adapter's constructor.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -50,11 +51,18 @@ def _llama(adapter: SymfonicLlamaIndex, tool_turns: int) -> None:
         adapter.uninstrument()
 
 
-def test_smolagents_three_identical_calls_loop(telemetry: InMemoryTelemetry) -> None:
-    adapter = SymfonicSmolagents(telemetry.handler())
-    _smol(adapter, 2)
+@pytest.mark.parametrize(
+    ("adapter_class", "run"),
+    [(SymfonicSmolagents, _smol), (SymfonicLlamaIndex, _llama)],
+    ids=["smolagents", "llama_index"],
+)
+def test_three_identical_calls_loop(
+    telemetry: InMemoryTelemetry, adapter_class: Callable[..., Any], run: Callable[..., None]
+) -> None:
+    adapter = adapter_class(telemetry.handler())
+    run(adapter, 2)
     assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    _smol(adapter, 6)
+    run(adapter, 6)
     assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
     assert repeated(telemetry) == 1 + 5
     (event,) = all_loop_events(telemetry)
@@ -72,17 +80,6 @@ def test_smolagents_call_budget_and_options(telemetry: InMemoryTelemetry) -> Non
     assert looping(telemetry) == 0
     _smol(shared, 3)  # four
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET) == 1
-
-
-def test_llama_index_three_identical_calls_loop(telemetry: InMemoryTelemetry) -> None:
-    adapter = SymfonicLlamaIndex(telemetry.handler())
-    _llama(adapter, 2)
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    _llama(adapter, 6)
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry) == 1 + 5
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.GEN_AI_TOOL_NAME] == "add"
 
 
 def test_llama_index_call_budget_and_options(telemetry: InMemoryTelemetry) -> None:

@@ -31,8 +31,9 @@ from opentelemetry.trace import SpanKind
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.google_adk import SymfonicPlugin
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import assert_raised_step_cap, bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import looping
 from tests.support.raising_support import assert_error_run
 
 APP = "app"
@@ -175,13 +176,7 @@ def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     with tenant_scope("acme"):
         assert asyncio.run(run_async(runner, RunConfig(max_llm_calls=10))) == "It is sunny."
 
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    where = {
-        semconv.TENANT_ID: "acme",
-        semconv.RUN_OUTCOME: "completed",
-        semconv.RESPONSE_EMPTY: False,
-    }
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    checks.assert_one_healthy_run(telemetry)
     run = telemetry.span("invoke_agent helper")
     assert run.attributes is not None
     assert run.attributes[semconv.RUN_STOP_REASON] == "end_turn"
@@ -219,9 +214,7 @@ def test_tenant_from_run_metadata_then_session_state_and_two_tenants_share_one_p
         asyncio.run(run_async(capped, config))
     assert asyncio.run(run_async(healthy, state={"tenant_id": "globex"})) == "It is sunny."
 
-    assert bails_of(telemetry, "acme") == 1
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 1
+    checks.assert_only_acme_bailed(telemetry, 1)
     assert plugin.open_runs == 0
 
 
@@ -247,25 +240,16 @@ def test_a_failing_handler_never_reaches_the_agent_and_is_counted_as_dropped(
 ) -> None:
     plugin = SymfonicPlugin(handler=telemetry.handler())
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise _Broken("telemetry down")
-
-    # The adapter's own code failing (here: opening a tool span), not the handler's guard.
-    monkeypatch.setattr(plugin._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, plugin, _Broken)
     runner = _runner(telemetry, ScriptedLlm(tool_turns=1), plugin=plugin)
     with tenant_scope("acme"):
         assert asyncio.run(run_async(runner)) == "It is sunny."
 
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicPlugin.before_tool"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicPlugin.before_tool")
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicPlugin(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicPlugin(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicPlugin)
 
 
 def test_a_caller_that_stops_reading_early_is_cancelled_not_a_bail(
@@ -282,9 +266,7 @@ def test_a_caller_that_stops_reading_early_is_cancelled_not_a_bail(
 
     with tenant_scope("acme"):
         asyncio.run(first_event_only())
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    checks.assert_cancelled_never_a_bail(telemetry)
 
 
 # --- loops: identical tool calls and the call budget -------------------------------------------
@@ -307,30 +289,17 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     runner = InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[plugin]))
     with tenant_scope("acme"):
         assert entry(runner, RunConfig(max_llm_calls=10)) == "It is sunny."
-    assert seen_in_call == [0, 0, 1]  # detected before the run ended
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent helper").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == 2
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    with tenant_scope("acme"):
-        run_sync(_runner(telemetry, ScriptedLlm(tool_turns=2)))
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    with tenant_scope("acme"):
-        run_sync(_runner(telemetry, ScriptedLlm(tool_turns=3), loop_threshold=4))
-    assert looping(telemetry) == 0
-    with tenant_scope("acme"):  # three model calls past a budget of two
-        run_sync(_runner(telemetry, ScriptedLlm(tool_turns=2), runaway_calls=2))
-    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    def go(tool_turns: int, **options: Any) -> None:
+        with tenant_scope("acme"):
+            run_sync(_runner(telemetry, ScriptedLlm(tool_turns=tool_turns), **options))
+
+    checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1
 
 

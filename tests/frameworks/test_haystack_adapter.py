@@ -35,8 +35,9 @@ from opentelemetry.trace import StatusCode
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.haystack import SymfonicTracer
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import assert_no_text, looping
 
 FOREVER = 10**6
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
@@ -118,15 +119,8 @@ def entry(request: pytest.FixtureRequest) -> Any:
 
 
 def _assert_capped(telemetry: InMemoryTelemetry, tenant: str) -> None:
-    assert bails_of(telemetry, tenant, "tool_calls_with_no_text") == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 1
-    where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    stops = {semconv.RUN_STOP_REASON: "recursion_limit", semconv.TENANT_ID: tenant}
-    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
-    run_span = telemetry.span("invoke_agent symfonic")
-    assert run_span.status.status_code is not StatusCode.ERROR
-    assert (run_span.attributes or {})[semconv.RUN_STOP_REASON] == "recursion_limit"
+    checks.assert_capped_silent_bail(telemetry, tenant)
+    checks.assert_capped_run_span(telemetry, "invoke_agent symfonic")
 
 
 # --- the step cap --------------------------------------------------------------------------------
@@ -174,21 +168,10 @@ def test_an_answer_is_a_completed_run_with_our_span_shape(
     with tenant_scope("acme"):
         result = entry(_agent(Script(tool_turns=1)))
     assert result["last_message"].text == "It is sunny."
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    where = {
-        semconv.TENANT_ID: "acme",
-        semconv.RUN_OUTCOME: "completed",
-        semconv.RESPONSE_EMPTY: False,
-    }
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    checks.assert_one_healthy_run(telemetry)
     run_span = telemetry.span("invoke_agent symfonic")
     assert (run_span.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat mock-model"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run_span.context.span_id for c in chats)
-    assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run_span.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run_span, "chat mock-model")
     assert_no_text(telemetry, "It is sunny.")  # no content leaves unless capture is on
 
 
@@ -228,9 +211,7 @@ def test_two_tenants_interleaved_keep_their_own_verdicts(
 
     capped, healthy = asyncio.run(both())
     assert (capped["exit_reason"], healthy["exit_reason"]) == ("max_agent_steps", "text")
-    assert bails_of(telemetry, "acme") == 1
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 1
+    checks.assert_only_acme_bailed(telemetry, 1)
     runs = {
         (s.attributes or {})[semconv.RUN_ID]: (s.attributes or {})[semconv.TENANT_ID]
         for s in telemetry.spans()
@@ -367,15 +348,10 @@ def test_an_error_inside_a_pipeline_is_the_pipelines_own_and_the_run_an_error(
 def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, tracer: SymfonicTracer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(tracer._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, tracer)
     with tenant_scope("acme"):
         assert run(_agent(Script(tool_turns=1)))["last_message"].text == "It is sunny."
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicTracer.content"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicTracer.content")
 
 
 def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTelemetry) -> None:
@@ -397,10 +373,7 @@ def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTe
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicTracer(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicTracer(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicTracer)
 
 
 # --- loops ---------------------------------------------------------------------------------------
@@ -420,15 +393,9 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     with tenant_scope("acme"):
         result = entry(_agent(Script(tool_turns=3), tools=[lookup]))
     assert result["exit_reason"] == "text"
-    assert seen_in_call == [0, 0, 1]  # detected before the run ended
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent symfonic").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    checks.assert_three_lookups_looped(
+        telemetry, seen_in_call, span="invoke_agent symfonic", repeated_calls=None
+    )
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
@@ -443,12 +410,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
             made.uninstall()
             disable_tracing()
 
-    once(2)
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    once(3, loop_threshold=4)
-    assert looping(telemetry) == 0
-    once(2, runaway_calls=2)  # three model calls past a budget of two
-    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    checks.assert_loop_options_reach_the_handler(telemetry, once)
 
 
 def test_a_cancelled_run_is_cancelled_never_a_bail(
@@ -477,9 +439,7 @@ def test_a_cancelled_run_is_cancelled_never_a_bail(
             await task
 
     asyncio.run(go())
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    checks.assert_cancelled_never_a_bail(telemetry)
     stops = {semconv.RUN_STOP_REASON: "interrupted"}
     assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
 

@@ -13,17 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 import tests.support.llama_index_support as llama
 import tests.support.smolagents_support as smol
-from symfonic_otel import OTelCallbackHandler, tenant_scope
-from symfonic_otel.export.setup import configure_telemetry
+from symfonic_otel import tenant_scope
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.smolagents import SymfonicSmolagents
-from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.live_traffic_support import watch_pages
-from tests.support.prometheus_support import require_binary
+from tests.support.live_paging import live_paging
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
 PAUSE_S = 0.2  # between rounds
@@ -54,30 +50,12 @@ def _round(smolagents: SymfonicSmolagents) -> None:
 def test_the_page_fires_for_the_capped_tenants_of_llama_index_and_smolagents_only(
     tmp_path: Path,
 ) -> None:
-    require_binary("prometheus")
-    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
-    assert pages, "no shipped alert pages on the silent-bail rate"
-    rules = tmp_path / "symfonic-rules.live.yml"
-    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
-
-    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
-    handler = OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    llama_adapter = SymfonicLlamaIndex(handler).instrument()
-    smol_adapter = SymfonicSmolagents(handler)
-    try:
-        _, ever = watch_pages(
-            tmp_path,
-            telemetry.prometheus_port or 0,
-            rules,
-            pages,
-            lambda: _round(smol_adapter),
-            PAUSE_S,
-            {LLAMA_BAILER, SMOL_BAILER},
-        )
-    finally:
-        llama_adapter.uninstrument()
-        telemetry.shutdown(timeout_millis=5_000)
+    with live_paging(tmp_path, FACTOR) as live:
+        llama_adapter = SymfonicLlamaIndex(live.handler).instrument()
+        smol_adapter = SymfonicSmolagents(live.handler)
+        try:
+            _, ever = live.watch(lambda: _round(smol_adapter), PAUSE_S, {LLAMA_BAILER, SMOL_BAILER})
+        finally:
+            llama_adapter.uninstrument()
     assert STEADY not in ever
     assert smol_adapter.open_runs == 0 and llama_adapter.open_runs == 0

@@ -7,7 +7,6 @@ spans directly (the SDK would not produce these) and real runs afterwards still 
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -15,21 +14,9 @@ from symfonic_otel import tenant_scope
 from symfonic_otel.invocation import FrameworkRun, RunIndex
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.openai_agents_support import sdk_span as _span
 
 RUNS = "symfonic.agent.runs"
-
-
-def _span(kind: str, span_id: str, trace_id: str, parent: str | None, **data: Any) -> Any:
-    return SimpleNamespace(
-        span_data=SimpleNamespace(type=kind, **data),
-        span_id=span_id,
-        trace_id=trace_id,
-        parent_id=parent,
-        started_at=None,
-        ended_at=None,
-        trace_metadata=None,
-        error=None,
-    )
 
 
 def _start_run(processor: SymfonicTracingProcessor, n: int) -> None:

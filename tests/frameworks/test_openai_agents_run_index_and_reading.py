@@ -11,7 +11,6 @@ and a token count of zero, which is a count.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
@@ -20,6 +19,7 @@ from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.invocation import FrameworkRun, RunIndex
 from symfonic_otel.openai_agents import SymfonicTracingProcessor, read
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.openai_agents_support import sdk_span as _span
 
 RUNS = "symfonic.agent.runs"
 BAILS = "symfonic.react.silent_bails"
@@ -28,21 +28,6 @@ _ERRORS = {
     "guardrail": {"message": "Guardrail tripwire", "data": {"guardrail": "g"}},
     "error": {"message": "boom", "data": None},
 }
-
-
-def _span(
-    kind: str, span_id: str, trace_id: str, parent: str | None, error: Any = None, **data: Any
-) -> Any:
-    return SimpleNamespace(
-        span_data=SimpleNamespace(type=kind, **data),
-        span_id=span_id,
-        trace_id=trace_id,
-        parent_id=parent,
-        started_at=None,
-        ended_at=None,
-        trace_metadata=None,
-        error=error,
-    )
 
 
 def _start_run(processor: SymfonicTracingProcessor, task: str, trace_id: str) -> None:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import adapter_checks as checks
+
 pytest.importorskip("semantic_kernel", reason="needs the semantic-kernel extra")
 
 from opentelemetry.trace import StatusCode
@@ -65,21 +67,12 @@ def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
     yield ENTRY_POINTS[request.param]
 
 
-def _fallbacks(telemetry: InMemoryTelemetry, recovered: bool) -> float:
-    where = {semconv.SYNTHESIS_RECOVERED: recovered}
-    return telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, where)
+_fallbacks = checks.fallbacks
 
 
 def _assert_capped(telemetry: InMemoryTelemetry, tenant: str) -> None:
-    assert bails_of(telemetry, tenant, "tool_calls_with_no_text") == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 1
-    where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    stops = {semconv.RUN_STOP_REASON: "recursion_limit", semconv.TENANT_ID: tenant}
-    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
-    run = telemetry.span("invoke_agent helper")
-    assert run.status.status_code is not StatusCode.ERROR
-    assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "recursion_limit"
+    checks.assert_capped_silent_bail(telemetry, tenant)
+    checks.assert_capped_run_span(telemetry, "invoke_agent helper")
 
 
 # --- the cap: maximum_auto_invoke_attempts and the forced final request ------------------------

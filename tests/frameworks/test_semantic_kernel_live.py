@@ -14,16 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytest.importorskip("semantic_kernel", reason="needs the semantic-kernel extra")
 
 from symfonic_otel import OTelCallbackHandler, tenant_scope
-from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.semantic_kernel import SymfonicFilters
-from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.live_traffic_support import watch_pages
-from tests.support.prometheus_support import require_binary
+from tests.support.live_paging import live_paging
 from tests.support.semantic_kernel_support import arguments, chat, kernel
 
 FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
@@ -51,26 +47,7 @@ def _round(handler: OTelCallbackHandler) -> Callable[[], None]:
 
 
 def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path) -> None:
-    require_binary("prometheus")
-    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
-    assert pages, "no shipped alert pages on the silent-bail rate"
-    rules = tmp_path / "symfonic-rules.live.yml"
-    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
-    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
-    handler = OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    try:
-        fired, ever = watch_pages(
-            tmp_path,
-            telemetry.prometheus_port or 0,
-            rules,
-            pages,
-            _round(handler),
-            PAUSE_S,
-            {BAILER},
-        )
-    finally:
-        telemetry.shutdown(timeout_millis=5_000)
+    with live_paging(tmp_path, FACTOR) as live:
+        fired, ever = live.watch(_round(live.handler), PAUSE_S, {BAILER})
     assert BAILER in fired
     assert STEADY not in ever

@@ -28,8 +28,9 @@ from strands.types.exceptions import EventLoopException
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.strands import SymfonicHooks
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import looping
 from tests.support.raising_support import assert_completed_with_failed_tool, assert_error_run
 
 FOREVER = 10**6
@@ -181,23 +182,11 @@ def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     with tenant_scope("acme"):
         assert str(agent("q", limits={"turns": 5})).strip() == "It is sunny."
 
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    where = {
-        semconv.TENANT_ID: "acme",
-        semconv.RUN_OUTCOME: "completed",
-        semconv.RESPONSE_EMPTY: False,
-    }
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    checks.assert_one_healthy_run(telemetry)
     run = telemetry.span("invoke_agent helper")
     assert run.attributes is not None
     assert run.attributes[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    assert chats[0].attributes is not None
-    assert chats[0].attributes[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run)
 
 
 def test_a_blank_answer_is_a_silent_bail(telemetry: InMemoryTelemetry) -> None:
@@ -219,9 +208,7 @@ def test_tenant_from_invocation_state_and_two_tenants_share_one_provider(
     capped("q", limits={"turns": 2}, invocation_state={"tenant_id": "acme"})
     healthy("q", invocation_state={"tenant_id": "globex"})
 
-    assert bails_of(telemetry, "acme") == 1
-    assert bails_of(telemetry, "globex") == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == 1
+    checks.assert_only_acme_bailed(telemetry, 1)
     assert hooks.open_runs == 0
 
 
@@ -233,24 +220,16 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
 ) -> None:
     hooks = SymfonicHooks(handler=telemetry.handler())
 
-    def broken(*args: Any, **kwargs: Any) -> None:
-        raise OSError("telemetry down")
-
-    monkeypatch.setattr(hooks._book, "start_tool", broken)
+    checks.break_tool_start(monkeypatch, hooks)
     agent = _agent(telemetry, ScriptedModel(tool_turns=1), hooks=hooks)
     with tenant_scope("acme"):
         assert str(agent("q")).strip() == "It is sunny."
 
-    dropped = {semconv.TELEMETRY_EVENT: "SymfonicHooks.before_tool"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
-    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicHooks.before_tool")
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicHooks(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicHooks(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicHooks)
 
 
 # --- loops: identical tool calls and the call budget -------------------------------------------
@@ -280,30 +259,17 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     with tenant_scope("acme"):
         result = entry(agent)
     assert result.stop_reason == "end_turn"
-    assert seen_in_call == [0, 0, 1]  # detected before the run ended
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent helper").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == 2
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
 def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    with tenant_scope("acme"):
-        call(_agent(telemetry, ScriptedModel(tool_turns=2)))
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    with tenant_scope("acme"):
-        call(_agent(telemetry, ScriptedModel(tool_turns=3), loop_threshold=4))
-    assert looping(telemetry) == 0
-    with tenant_scope("acme"):  # three model calls past a budget of two
-        call(_agent(telemetry, ScriptedModel(tool_turns=2), runaway_calls=2))
-    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+    def go(tool_turns: int, **options: Any) -> None:
+        with tenant_scope("acme"):
+            call(_agent(telemetry, ScriptedModel(tool_turns=tool_turns), **options))
+
+    checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1
 
 

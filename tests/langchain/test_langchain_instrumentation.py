@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -28,6 +27,7 @@ from tests.support.langchain_support import (
     scripted_agent,
     tool_turn,
 )
+from tests.support.processes import run_ok
 
 __all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
 
@@ -213,16 +213,11 @@ def test_opentelemetry_instrument_needs_no_code_change(tmp_path: Path) -> None:
         "OTEL_LOGS_EXPORTER": "none",
         "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": ",".join(others),
     }
-    done = subprocess.run(
+    done = run_ok(
         [command, sys.executable, str(app)],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=tmp_path,
-        timeout=120,
-        check=False,
     )
-    assert done.returncode == 0, done.stderr
     names = json.loads(done.stdout.strip().splitlines()[-1])
     assert names == ["chat scripted-chat", "chat scripted-chat", "execute_tool add", AGENT_SPAN]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from tests.support.otlp_receiver import (
     OtlpReceiver,
     ReceivedSpan,
 )
+from tests.support.processes import run_text
 
 OURS = "symfonic_otel"
 OPENINFERENCE = "openinference.instrumentation.langchain"
@@ -101,14 +101,10 @@ def run_app(
     for name in ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "OTEL_PYTHON_DISTRO"):
         if name not in extra:
             env.pop(name, None)
-    done = subprocess.run(
+    done = run_text(
         [command, sys.executable, str(APP), *args],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=tmp_path,
-        timeout=120,
-        check=False,
     )
     exited = time.time()
     assert done.returncode == 0, done.stderr

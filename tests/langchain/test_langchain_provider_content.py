@@ -81,6 +81,53 @@ def assistant(parts: list[dict[str, Any]], finish: str | None = None) -> dict[st
     return message
 
 
+def stock_turn(thought: str, said: str, call_id: str) -> list[dict[str, Any]]:
+    """A reply that thinks ``thought``, says ``said`` and calls ``stock`` for sku-42."""
+    return [reasoning(thought), text(said), tool_call("stock", call_id, {"sku": "sku-42"})]
+
+
+def assert_stock_turns(
+    one: dict[str, Any],
+    two: dict[str, Any],
+    turn: list[dict[str, Any]],
+    call_id: str,
+    finish: str,
+    answer_finish: str | None = None,
+) -> None:
+    """The stock question's two chats: the first answers with ``turn``; the second is asked
+    the question, that turn and the tool's result, and answers (``answer_finish``, else
+    ``finish``)."""
+    assert loads(one[OUTPUT]) == [assistant(turn, finish)]
+    assert loads(two[INPUT]) == [
+        user(STOCK_QUESTION),
+        assistant(turn),
+        tool_result(call_id, STOCK_RESULT),
+    ]
+    assert loads(two[OUTPUT]) == [assistant([text(STOCK_ANSWER)], answer_finish or finish)]
+
+
+def cached_first_body(five_minute: int, one_hour: int) -> dict[str, Any]:
+    """The thinking, text and tool-use reply, edited: the prompt hit the cache (600 tokens
+    read) and wrote ``five_minute`` + ``one_hour`` tokens, in today's usage shape (writes split
+    by TTL)."""
+    first = provider_body("anthropic_thinking_text_tool_use.json")
+    first["usage"].update(
+        cache_read_input_tokens=600,
+        cache_creation_input_tokens=five_minute + one_hour,
+        cache_creation={
+            "ephemeral_5m_input_tokens": five_minute,
+            "ephemeral_1h_input_tokens": one_hour,
+        },
+    )
+    return first
+
+
+def claude(server: Any, first: dict[str, Any]) -> ChatAnthropic:
+    return ChatAnthropic(  # type: ignore[call-arg]
+        model=first["model"], base_url=server.url, api_key="k", max_retries=0, max_tokens=2048
+    )
+
+
 # --- Anthropic ---------------------------------------------------------------------------------
 
 
@@ -93,19 +140,11 @@ def get_user_country() -> str:
 def test_anthropic_thinking_text_and_tool_use_blocks_with_cache_writes(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    first = provider_body("anthropic_thinking_text_tool_use.json")
-    # Edited: the prompt hit the cache, in today's usage shape (writes also split by TTL).
-    first["usage"].update(
-        cache_read_input_tokens=600,
-        cache_creation_input_tokens=1200,
-        cache_creation={"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},
-    )
+    first = cached_first_body(five_minute=1200, one_hour=0)
     second = provider_body("anthropic_end_turn_after_tool.json")
     question = "What is the largest city in the user country?"
     with serve(WireResponse(first), WireResponse(second)) as server:
-        model = ChatAnthropic(  # type: ignore[call-arg]
-            model=first["model"], base_url=server.url, api_key="k", max_retries=0, max_tokens=2048
-        )
+        model = claude(server, first)
         messages = run_turn(
             telemetry, model, [get_user_country], question, capture=True, path="invoke"
         )
@@ -148,18 +187,10 @@ def test_anthropic_thinking_text_and_tool_use_blocks_with_cache_writes(
 def test_anthropic_one_hour_cache_writes_are_priced_at_their_own_rate(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    first = provider_body("anthropic_thinking_text_tool_use.json")
-    # Edited: 800 of the 1,200 written tokens were written for an hour.
-    first["usage"].update(
-        cache_read_input_tokens=600,
-        cache_creation_input_tokens=1200,
-        cache_creation={"ephemeral_5m_input_tokens": 400, "ephemeral_1h_input_tokens": 800},
-    )
+    first = cached_first_body(five_minute=400, one_hour=800)  # 800 written for an hour
     second = provider_body("anthropic_end_turn_after_tool.json")
     with serve(WireResponse(first), WireResponse(second)) as server:
-        model = ChatAnthropic(  # type: ignore[call-arg]
-            model=first["model"], base_url=server.url, api_key="k", max_retries=0, max_tokens=2048
-        )
+        model = claude(server, first)
         run_turn(telemetry, model, [get_user_country], "Where?", capture=False, path="invoke")
     one, _ = chats(telemetry)
     assert one[semconv.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] == 1200
@@ -547,13 +578,7 @@ def test_openai_responses_reasoning_summary_function_call_and_answer(
     one, two = chats(telemetry)
     turn = [reasoning(SUMMARY), tool_call("stock", "call_Q2dx", {"sku": "sku-42"})]
     # No finish reason on the wire: semconv's from the shape, none on the span.
-    assert loads(one[OUTPUT]) == [assistant(turn, "tool_call")]
-    assert loads(two[INPUT]) == [
-        user(STOCK_QUESTION),
-        assistant(turn),
-        tool_result("call_Q2dx", STOCK_RESULT),
-    ]
-    assert loads(two[OUTPUT]) == [assistant([text(STOCK_ANSWER)], "stop")]
+    assert_stock_turns(one, two, turn, "call_Q2dx", "tool_call", answer_finish="stop")
     assert semconv.GEN_AI_RESPONSE_FINISH_REASONS not in one
     assert (one[semconv.GEN_AI_RESPONSE_ID], two[semconv.GEN_AI_RESPONSE_ID]) == (
         "resp_68af01",
@@ -674,18 +699,8 @@ def test_gemini_thought_function_call_with_stop(telemetry: InMemoryTelemetry, pa
         messages = run_turn(telemetry, model, [stock], STOCK_QUESTION, capture=True, path=path)
     (call_id,) = tool_call_ids(messages)  # Gemini sends no call id; the adapter makes one up
     one, two = chats(telemetry)
-    turn = [
-        reasoning(THOUGHT),
-        text("Checking the shelf."),
-        tool_call("stock", call_id, {"sku": "sku-42"}),
-    ]
-    assert loads(one[OUTPUT]) == [assistant(turn, "STOP")]
-    assert loads(two[INPUT]) == [
-        user(STOCK_QUESTION),
-        assistant(turn),
-        tool_result(call_id, STOCK_RESULT),
-    ]
-    assert loads(two[OUTPUT]) == [assistant([text(STOCK_ANSWER)], "STOP")]
+    turn = stock_turn(THOUGHT, "Checking the shelf.", call_id)
+    assert_stock_turns(one, two, turn, call_id, "STOP")
     assert (
         one[semconv.GEN_AI_RESPONSE_FINISH_REASONS]
         == two[semconv.GEN_AI_RESPONSE_FINISH_REASONS]
@@ -729,18 +744,8 @@ def test_ollama_thinking_tool_call_and_answer(telemetry: InMemoryTelemetry, path
     (call_id,) = tool_call_ids(messages)
     one, two = chats(telemetry)
     # langchain-ollama keeps the thinking in additional_kwargs, not in the content.
-    turn = [
-        reasoning(OLLAMA_THINKING),
-        text("Checking."),
-        tool_call("stock", call_id, {"sku": "sku-42"}),
-    ]
-    assert loads(one[OUTPUT]) == [assistant(turn, "stop")]
-    assert loads(two[INPUT]) == [
-        user(STOCK_QUESTION),
-        assistant(turn),
-        tool_result(call_id, STOCK_RESULT),
-    ]
-    assert loads(two[OUTPUT]) == [assistant([text(STOCK_ANSWER)], "stop")]
+    turn = stock_turn(OLLAMA_THINKING, "Checking.", call_id)
+    assert_stock_turns(one, two, turn, call_id, "stop")
     for chat in (one, two):
         assert chat[semconv.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
         assert chat[semconv.GEN_AI_RESPONSE_MODEL] == "qwen3:8b"

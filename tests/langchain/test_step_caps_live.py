@@ -17,12 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from symfonic_otel import LangChainCallbackHandler, OTelCallbackHandler
-from symfonic_otel.export.setup import configure_telemetry
-from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
-from tests.support.prometheus_support import PrometheusServer, require_binary
+from symfonic_otel import LangChainCallbackHandler
+from tests.support.live_paging import live_paging
+from tests.support.prometheus_support import PrometheusServer
 from tests.support.step_cap_support import CAPS, cfg, run
 
 FACTOR = 30  # 1h -> 120 s, 5m -> 10 s, `for: 2m` -> 4 s
@@ -62,18 +60,10 @@ def traffic(handler: LangChainCallbackHandler) -> Iterator[None]:
 
 
 def test_tenant_hitting_step_caps_pages_the_other_does_not(tmp_path: Path) -> None:
-    require_binary("prometheus")
-    pages = set(silent_bail_pages(yaml.safe_load(RULES.read_text())))
-    assert pages, "no shipped alert pages on the silent-bail rate"
-    rules = tmp_path / "symfonic-rules.step-caps.yml"
-    rules.write_text(shortened_rules(RULES.read_text(), factor=FACTOR))
-    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
-    try:
-        core = OTelCallbackHandler(
-            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-        )
-        handler = LangChainCallbackHandler(handler=core)
-        target = f"127.0.0.1:{telemetry.prometheus_port}"
+    with live_paging(tmp_path, FACTOR, "symfonic-rules.step-caps.yml") as live:
+        pages, rules = live.pages, live.rules
+        handler = LangChainCallbackHandler(handler=live.handler)
+        target = f"127.0.0.1:{live.telemetry.prometheus_port}"
         with (
             PrometheusServer(
                 tmp_path / "prometheus", scrape_targets=[target], rule_files=[rules]
@@ -111,5 +101,3 @@ def test_tenant_hitting_step_caps_pages_the_other_does_not(tmp_path: Path) -> No
             empty = 'sum by (tenant_id) (symfonic_agent_runs_total{symfonic_response_empty="true"})'
             by_tenant = {r["metric"]["tenant_id"]: float(r["value"][1]) for r in prom.query(empty)}
             assert by_tenant.get(CAPPED, 0) > 0 and by_tenant.get(FINE, 0) == 0, by_tenant
-    finally:
-        telemetry.shutdown(timeout_millis=5_000)

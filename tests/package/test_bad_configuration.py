@@ -10,7 +10,6 @@ Complements the cases already covered elsewhere (not repeated here):
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Iterator
@@ -27,12 +26,7 @@ from symfonic_otel.cli import EXIT_USAGE, main
 from symfonic_otel.demo import DemoOptions
 from symfonic_otel.environment import TelemetrySettingWarning
 
-
-@pytest.fixture(autouse=True)
-def clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 @pytest.fixture

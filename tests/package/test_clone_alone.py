@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import run_text
+
 ROOT = Path(__file__).resolve().parents[2]
 WIRE_TESTS = (
     "tests/agent/test_agent_providers.py",
@@ -75,7 +77,7 @@ def test_provider_wire_tests_pass_in_a_bare_copy(tmp_path: Path) -> None:
         check=True,
     )
     assert Path(where.stdout.strip()).is_relative_to(clone)
-    result = subprocess.run(
+    result = run_text(
         [
             sys.executable,
             "-m",
@@ -87,12 +89,9 @@ def test_provider_wire_tests_pass_in_a_bare_copy(tmp_path: Path) -> None:
             "-p",
             "no:cacheprovider",
         ],
-        cwd=clone,
         env=env,
-        capture_output=True,
-        text=True,
+        cwd=clone,
         timeout=840,
-        check=False,
     )
     tail = result.stdout[-3000:] + result.stderr[-2000:]
     assert result.returncode == 0, tail

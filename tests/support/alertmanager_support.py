@@ -21,7 +21,6 @@ import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
@@ -89,12 +88,7 @@ class WebhookReceiver:
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

@@ -22,7 +22,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final
 
 REPO: Final = Path(__file__).resolve().parents[2]
@@ -138,12 +137,7 @@ class DemoProcess:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

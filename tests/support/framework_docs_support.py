@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from tests.support.processes import run_ok
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -24,27 +27,18 @@ def assert_blocks_are_examples(page: str, *examples: str) -> None:
 def assert_prints_its_comments(example: str) -> None:
     code = (EXAMPLES / example).read_text(encoding="utf-8")
     expected = re.findall(r"print\(.*\)  # (.*)$", code, flags=re.M)
-    done = subprocess.run(
+    done = run_ok(
         [sys.executable, str(EXAMPLES / example)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
-    assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == expected
 
 
 def assert_runs_silently(example: str) -> None:
     """A setup example runs with the exporters off and prints nothing (the library prints
     nothing on its own)."""
-    done = subprocess.run(
+    done = run_ok(
         [sys.executable, str(EXAMPLES / example)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
         env={
             **os.environ,
             "PYTHONPATH": str(REPO),
@@ -53,5 +47,27 @@ def assert_runs_silently(example: str) -> None:
             "OTEL_LOGS_EXPORTER": "none",
         },
     )
-    assert done.returncode == 0, done.stderr
     assert done.stdout == ""
+
+
+class FrameworkPageChecks:
+    """The three checks every framework page gets; a subclass names the page (``page``), the
+    module its framework imports as (``module``) and why a run without it skips (``reason``).
+    ``setup`` and ``bail`` name its example files."""
+
+    page: str
+    setup: str
+    bail: str
+    module: str
+    reason: str
+
+    def test_every_python_block_of_the_page_is_an_example_file(self) -> None:
+        assert_blocks_are_examples(self.page, self.setup, self.bail)
+
+    def test_the_bail_example_prints_what_its_comments_say(self) -> None:
+        pytest.importorskip(self.module, reason=self.reason)
+        assert_prints_its_comments(self.bail)
+
+    def test_the_setup_example_runs_and_prints_nothing(self) -> None:
+        pytest.importorskip(self.module, reason=self.reason)
+        assert_runs_silently(self.setup)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_trace_processors
@@ -209,3 +210,14 @@ def installed(telemetry: InMemoryTelemetry) -> Iterator[SymfonicTracingProcessor
 
 def run_agent(model: ScriptedModel, max_turns: int = 10, **kwargs: Any) -> Any:
     return Runner.run_sync(agent(model), "What is the weather?", max_turns=max_turns, **kwargs)
+
+
+def sdk_span(
+    kind: str, span_id: str, trace_id: str, parent: str | None, error: Any = None, **data: Any
+) -> Any:
+    """A span as the Agents SDK hands it to a trace processor, without running the SDK (for
+    orders and shapes a real run does not make)."""
+    ids = {"span_id": span_id, "trace_id": trace_id, "parent_id": parent}
+    unset = dict.fromkeys(("started_at", "ended_at", "trace_metadata"))
+    span_data = SimpleNamespace(type=kind, **data)
+    return SimpleNamespace(span_data=span_data, error=error, **ids, **unset)

@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import grpc
 from google.protobuf.message import Message
@@ -252,7 +252,7 @@ class OtlpReceiver:
     def close(self) -> None:
         raise NotImplementedError
 
-    def __enter__(self) -> OtlpReceiver:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

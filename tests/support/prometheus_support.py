@@ -27,7 +27,6 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import pytest
@@ -146,12 +145,7 @@ class LoopbackDaemon:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def start(self, timeout_s: float = 30.0) -> None:

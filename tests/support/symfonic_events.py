@@ -144,3 +144,23 @@ class AskUserQuestion(BaseModel):
 class ExtensionEvent(BaseModel):
     type: str
     payload: dict[str, Any] = {}
+
+
+# The contract's hooks the handler maps, one per mapped event.
+HANDLER_HOOKS = (
+    "on_agent_start",
+    "on_agent_end",
+    "on_llm_end",
+    "on_react_loop_end",
+    "on_fabrication_detected",
+    "on_llm_start",
+    "on_llm_pre_call",
+    "on_text_delta",
+    "on_tool_call_start",
+    "on_tool_result",
+    "on_node_start",
+    "on_node_end",
+    "on_node_error",
+    "on_interrupt",
+    "on_ask_user_question",
+)

@@ -1,0 +1,148 @@
+"""Checks every framework adapter's tests make the same way: the looping run of three identical
+lookups, the loop options reaching the handler, a failing adapter counted as a dropped event, and
+clear errors for bad arguments. The framework environments import this too, so it needs only
+pytest and the package."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from symfonic_otel import semconv
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.bail_support import bails_of
+from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+
+
+def assert_three_lookups_looped(
+    telemetry: InMemoryTelemetry,
+    seen_in_call: list[float],
+    *,
+    span: str = "invoke_agent helper",
+    inference_calls: int = 4,
+    repeated_calls: int | None = 2,
+) -> None:
+    """``lookup(q="weather")`` called three times for tenant ``acme``: one looping run, counted
+    at the third call (``seen_in_call`` read inside each call), two repeats, the run span's
+    counts and loop event, and the argument's text nowhere."""
+    assert seen_in_call == [0, 0, 1]  # detected before the run ended
+    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
+    assert repeated(telemetry, tenant__id="acme") == 2
+    attributes = telemetry.span(span).attributes or {}
+    assert attributes[semconv.RUN_TOOL_CALLS] == 3
+    if repeated_calls is not None:
+        assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == repeated_calls
+    assert attributes[semconv.RUN_INFERENCE_CALLS] == inference_calls
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
+    assert_no_text(telemetry, '"weather"')
+
+
+def assert_loop_options_reach_the_handler(
+    telemetry: InMemoryTelemetry, run: Callable[..., Any], turns: tuple[int, int, int] = (2, 3, 2)
+) -> None:
+    """``run(tool_turns, **options)`` runs one agent for tenant ``acme`` whose adapter gets
+    ``options``: two lookups are no loop, ``loop_threshold=4`` lets three pass, and
+    ``runaway_calls=2`` makes a run of three model calls a call-budget loop."""
+    run(turns[0])
+    assert looping(telemetry) == 0 and repeated(telemetry) == 1
+    run(turns[1], loop_threshold=4)
+    assert looping(telemetry) == 0
+    run(turns[2], runaway_calls=2)  # three model calls past a budget of two
+    assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
+
+
+def assert_dropped_once_and_the_run_counted(telemetry: InMemoryTelemetry, where: str) -> None:
+    """The adapter's own failure at ``where`` was one dropped event, and tenant ``acme``'s run
+    was still counted."""
+    dropped = {semconv.TELEMETRY_EVENT: where}
+    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
+
+
+def assert_bad_arguments_rejected(adapter: Callable[..., Any]) -> None:
+    """A handler that is not one, and a cap below one, are refused with errors that say so."""
+    with pytest.raises(TypeError, match="OTelCallbackHandler"):
+        adapter(handler=object())
+    with pytest.raises(ValueError, match="max_open_runs"):
+        adapter(max_open_runs=0)
+
+
+def assert_one_healthy_run(telemetry: InMemoryTelemetry) -> None:
+    """No silent bail, and one completed run with an answer for tenant ``acme``."""
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    where = {
+        semconv.TENANT_ID: "acme",
+        semconv.RUN_OUTCOME: "completed",
+        semconv.RESPONSE_EMPTY: False,
+    }
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+def assert_cancelled_never_a_bail(telemetry: InMemoryTelemetry) -> None:
+    """Tenant ``acme``'s one run ended cancelled, and no silent bail was counted."""
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+
+
+def break_tool_start(
+    monkeypatch: pytest.MonkeyPatch, adapter: Any, error: type[Exception] = OSError
+) -> None:
+    """The adapter's own code fails opening a tool span (not the handler's guard): what
+    ``assert_dropped_once_and_the_run_counted`` then reads."""
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise error("telemetry down")
+
+    monkeypatch.setattr(adapter._book, "start_tool", broken)
+
+
+def assert_only_acme_bailed(telemetry: InMemoryTelemetry, bails: int) -> None:
+    """Tenant ``acme`` bailed ``bails`` times, tenant ``globex`` never, in as many runs."""
+    assert bails_of(telemetry, "acme") == bails
+    assert bails_of(telemetry, "globex") == 0
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "globex"}) == bails
+
+
+def assert_two_chats_and_the_tool_under(
+    telemetry: InMemoryTelemetry, run: ReadableSpan, chat: str = "chat scripted"
+) -> None:
+    """Two ``chat`` spans and the ``lookup`` tool span are children of ``run``, the first chat
+    read 10 input tokens."""
+    chats = [s for s in telemetry.spans() if s.name == chat]
+    assert len(chats) == 2
+    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
+    assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
+    tool_span = telemetry.span("execute_tool lookup")
+    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+
+
+def assert_capped_silent_bail(
+    telemetry: InMemoryTelemetry, tenant: str, outcome: str = "completed"
+) -> None:
+    """``tenant``'s one run the step cap ended: a silent bail (tool calls, no text), the run
+    ``outcome``, and the stop reason ``recursion_limit``."""
+    assert bails_of(telemetry, tenant, "tool_calls_with_no_text") == 1
+    assert telemetry.value(semconv.SILENT_BAILS.name) == 1
+    runs = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
+    assert telemetry.value(semconv.AGENT_RUNS.name, runs) == 1
+    stops = {semconv.RUN_STOP_REASON: "recursion_limit", semconv.TENANT_ID: tenant}
+    assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
+
+
+def assert_capped_run_span(telemetry: InMemoryTelemetry, span: str) -> None:
+    """The capped run's span is no error and says ``recursion_limit``."""
+    run = telemetry.span(span)
+    assert run.status.status_code is not StatusCode.ERROR
+    assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "recursion_limit"
+
+
+def fallbacks(telemetry: InMemoryTelemetry, recovered: bool) -> float:
+    """Synthesis fallbacks counted so far that did (or did not) recover an answer."""
+    where = {semconv.SYNTHESIS_RECOVERED: recovered}
+    return telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, where)
