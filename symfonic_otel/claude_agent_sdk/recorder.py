@@ -24,7 +24,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -36,9 +36,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import HookContext, HookEvent, HookInput, HookJSONOutput, Message
 
 from symfonic_otel.claude_agent_sdk.read import Verdict, turn_of, usage_of, verdict_of
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.invocation import RunBook, loop_handler
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["RecordedSession", "SymfonicRecorder"]
 
@@ -46,32 +44,17 @@ _NAME: Final = "SymfonicRecorder"
 _MAX_BLOCKS: Final = 256
 
 
-class SymfonicRecorder:
+class SymfonicRecorder(BookAdapter):
     """Records the Claude Agent SDK runs read through it; see the module docstring.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self.book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self.sequence = 0
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self.book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self.book.open_runs
 
     def session(
         self, options: ClaudeAgentOptions | None = None, *, name: str = "claude"
@@ -98,7 +81,7 @@ class RecordedSession:
 
     def __init__(self, recorder: SymfonicRecorder, options: ClaudeAgentOptions, name: str) -> None:
         self._recorder = recorder
-        self._book = recorder.book
+        self._book = recorder._book
         self._name = name
         self._run_id: str | None = None
         self._blocks: list[AssistantMessage] = []  # the model response being read

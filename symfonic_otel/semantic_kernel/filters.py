@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from semantic_kernel import Kernel
 from semantic_kernel.filters import (
@@ -37,9 +37,8 @@ from semantic_kernel.filters import (
 from semantic_kernel.functions.kernel_function_from_prompt import KernelFunctionFromPrompt
 
 from symfonic_otel import semconv
-from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
-from symfonic_otel.handler import OTelCallbackHandler
-from symfonic_otel.invocation import RunBook, loop_handler, tenant_in
+from symfonic_otel.invocation import tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 from symfonic_otel.semantic_kernel.read import (
     attempt_cap,
     message_with,
@@ -77,32 +76,17 @@ _NESTED: Final = _Invocation("")
 _Next = Callable[[Any], Awaitable[None]]
 
 
-class SymfonicFilters:
+class SymfonicFilters(BookAdapter):
     """Records every prompt-function invocation of the kernels it is registered on.
 
-    ``handler`` shares an ``OTelCallbackHandler`` (its providers, content capture, tenant
-    budgets) with other adapters; by default one on the global providers is built.
+    Its options are ``BookAdapter``'s.
     """
 
-    def __init__(
-        self,
-        *,
-        handler: OTelCallbackHandler | None = None,
-        max_open_runs: int = 10_000,
-        loop_threshold: int = DEFAULT_LOOP_THRESHOLD,
-        runaway_calls: int = DEFAULT_RUNAWAY_CALLS,
-    ) -> None:
-        handler = loop_handler(_NAME, handler, loop_threshold, runaway_calls)
-        self._book = RunBook(handler, _NAME, max_open_runs)
+    adapter_name = _NAME
+
+    def __init__(self, **options: Unpack[BookOptions]) -> None:
+        super().__init__(**options)
         self._sequence = 0
-
-    @property
-    def handler(self) -> OTelCallbackHandler:
-        return self._book.handler
-
-    @property
-    def open_runs(self) -> int:
-        return self._book.open_runs
 
     def register(self, kernel: Kernel) -> Kernel:
         """Add both filters to ``kernel`` (returned, for chaining)."""

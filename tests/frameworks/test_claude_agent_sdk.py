@@ -255,7 +255,7 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise OSError("telemetry down")
 
-    monkeypatch.setattr(recorder.book, "start_tool", broken)
+    monkeypatch.setattr(recorder._book, "start_tool", broken)
     with serving(ScriptedAnthropic(tool_turns=1)) as script, tenant_scope("acme"):
         messages = run_query(recorder, options(script, tmp_path))
     assert _result(messages).result == "It is sunny."
