@@ -10,12 +10,22 @@ from typing import Any
 
 import pytest
 
-from symfonic_otel.demo import runner
+from symfonic_otel.demo import runner, scenarios
 from symfonic_otel.demo.runner import EXIT_INTERRUPTED, DemoOptions, run_demo
 from symfonic_otel.demo.traffic import Traffic
 from symfonic_otel.export.handle import Telemetry
 
 PARTIAL = "Interrupted: partial summary of the runs so far."
+
+
+@pytest.fixture(autouse=True)
+def _quick_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The phases, not the latencies, are under test: the models answer 10 times sooner (a
+    # cancelled run's deadline, half the slow latency, scales with them).
+    monkeypatch.setattr(scenarios, "FAST", scenarios.FAST / 10)
+    monkeypatch.setattr(scenarios, "SLOW", scenarios.SLOW / 10)
+    quick = tuple((name, provider, latency / 10) for name, provider, latency in scenarios.MODELS)
+    monkeypatch.setattr(scenarios, "MODELS", quick)
 
 
 def _demo() -> tuple[int, str, str]:

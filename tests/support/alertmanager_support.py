@@ -27,6 +27,7 @@ import yaml
 
 from tests.support.fleet_support import scale_duration
 from tests.support.prometheus_support import LoopbackDaemon, require_binary
+from tests.support.wire_server import POLL_S
 
 __all__ = ["AlertmanagerServer", "WebhookReceiver", "config_for_test"]
 
@@ -74,7 +75,9 @@ class WebhookReceiver:
                 pass  # keep the test output clean
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(POLL_S,), daemon=True
+        )
 
     @property
     def url(self) -> str:

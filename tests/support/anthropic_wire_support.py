@@ -17,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.support.wire_server import POLL_S
+
 FOREVER = 10**6
 TOOL = "mcp__weather__lookup"
 
@@ -146,7 +148,7 @@ def _handler(script: ScriptedAnthropic) -> type[BaseHTTPRequestHandler]:
 def serving(script: ScriptedAnthropic) -> Iterator[ScriptedAnthropic]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
     script.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True)
     thread.start()
     try:
         yield script

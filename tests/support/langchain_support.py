@@ -34,6 +34,7 @@ from wrapt import BoundFunctionWrapper, FunctionWrapper
 from symfonic_otel import semconv
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.testing.scripted import ScriptedChatModel
+from tests.support.wire_server import POLL_S
 
 AGENT_SPAN = semconv.agent_span_name("symfonic")
 USAGE = {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}
@@ -341,7 +342,9 @@ class WireServer:
                 pass
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Reply)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(POLL_S,), daemon=True
+        )
         self._thread.start()
 
     @property

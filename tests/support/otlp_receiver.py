@@ -31,6 +31,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanProto
 from opentelemetry.proto.trace.v1.trace_pb2 import Status as StatusProto
 
+from tests.support.wire_server import POLL_S
+
 ExportTraceServiceRequest = trace_service_pb2.ExportTraceServiceRequest
 ExportMetricsServiceRequest = metrics_service_pb2.ExportMetricsServiceRequest
 
@@ -387,7 +389,9 @@ class HttpOtlpReceiver(OtlpReceiver):
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(POLL_S,), daemon=True
+        )
         self._thread.start()
 
     @property
