@@ -142,6 +142,20 @@ def test_service_name_and_resource_attributes_reach_the_resource(configured: Any
     assert telemetry.resource.attributes["deployment.environment"] == "qa"
 
 
+def test_service_name_wins_over_a_service_name_in_resource_attributes(configured: Any) -> None:
+    # The dedicated argument is the more specific source, as OTEL_SERVICE_NAME is over
+    # OTEL_RESOURCE_ATTRIBUTES; the other attributes still arrive.
+    telemetry = configured(
+        otlp=False,
+        service_name="billing",
+        resource_attributes={"service.name": "other", "deployment.environment": "qa"},
+    )
+    assert telemetry.resource.attributes["service.name"] == "billing"
+    assert telemetry.resource.attributes["deployment.environment"] == "qa"
+    without = configured(otlp=False, resource_attributes={"service.name": "other"})
+    assert without.resource.attributes["service.name"] == "other"
+
+
 # --- documented defaults -------------------------------------------------------------------
 
 
