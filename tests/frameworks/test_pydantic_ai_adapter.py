@@ -8,6 +8,7 @@ answer the agent could accept) are a bail too; the spans are shaped as the other
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -67,6 +68,20 @@ def _agent(telemetry: InMemoryTelemetry, function: Any, **kwargs: Any) -> Agent[
         return f"result for {q}"
 
     return agent
+
+
+def test_a_chat_span_lasts_as_long_as_its_model_took(telemetry: InMemoryTelemetry) -> None:
+    # The request's start is taken before the model answers: a model that takes 50 ms gives a
+    # chat span (and a call duration) of at least that, not a span that starts at its answer.
+    def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        time.sleep(0.05)
+        return ModelResponse(parts=[TextPart("It is sunny.")])
+
+    agent = _agent(telemetry, slow)
+    agent.run_sync("What is the weather?")
+    (chat,) = [s for s in telemetry.spans() if s.name == "chat scripted"]
+    assert chat.start_time is not None and chat.end_time is not None
+    assert chat.end_time - chat.start_time >= 50_000_000
 
 
 # --- the step cap: UsageLimitExceeded -------------------------------------------------------------
