@@ -310,3 +310,27 @@ def test_metadata_is_read_up_to_the_json_bound_and_not_past_it(
     assert len(metadata) == MAX_JSON_CHARS + extra
     peer.agent_run(chat(), {semconv.OPENINFERENCE_METADATA: metadata})
     assert peer.value(semconv.AGENT_RUNS, **{semconv.TENANT_ID: tenant}) == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "verdict"), [(0, ("no_content_no_tool_calls", True)), (1, (None, None))]
+)
+def test_output_messages_are_read_up_to_the_json_bound_and_not_past_it(
+    peer: Peer, extra: int, verdict: tuple[str | None, bool | None]
+) -> None:
+    # A blank answer padded with spaces: read, it is a silent bail; one character past the
+    # bound it is not read at all, so nothing is known of it (neither blank nor an answer).
+    bare = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": ""}]}])
+    content = " " * (MAX_JSON_CHARS - len(bare) + extra)
+    output = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": content}]}])
+    assert len(output) == MAX_JSON_CHARS + extra
+    peer.agent_run(
+        chat(
+            **{
+                semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",),
+                semconv.GEN_AI_OUTPUT_MESSAGES: output,
+            }
+        )
+    )
+    bail, _, empty = peer.verdict()
+    assert (bail, empty) == verdict
