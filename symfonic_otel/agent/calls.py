@@ -208,47 +208,38 @@ class ModelCalls:
             if not call_id or not name or call_id in announced:
                 continue
             announced.add(call_id)
-            await dispatch.emit(
-                dispatch.tool_call_start,
-                "on_tool_call_start",
-                ToolCallStartEvent(
-                    tool_call_id=call_id, tool_name=name, phase="announced", run_id=run_id
-                ),
+            event = ToolCallStartEvent(
+                tool_call_id=call_id, tool_name=name, phase="announced", run_id=run_id
             )
+            await dispatch.emit(dispatch.tool_call_start, "on_tool_call_start", event)
 
     async def _llm_start(self, run: RunState, messages: list[BaseMessage], node: str) -> None:
-        dispatch = self._dispatch
-        if dispatch.llm_start:
-            await dispatch.emit(
-                dispatch.llm_start,
-                "on_llm_start",
-                LLMStartEvent(
-                    model=self._default_model_name,
-                    messages=list(messages),  # a snapshot: the run goes on appending
-                    run_id=run.run_id,
-                    system_prompt=_system_prompt(messages),
-                    node_name=node,
-                ),
-            )
+        await self._dispatch.send(
+            "on_llm_start",
+            lambda: LLMStartEvent(
+                model=self._default_model_name,
+                messages=list(messages),  # a snapshot: the run goes on appending
+                run_id=run.run_id,
+                system_prompt=_system_prompt(messages),
+                node_name=node,
+            ),
+        )
 
     async def _pre_call(
         self, run: RunState, runnable: Runnable[Any, Any], messages: list[BaseMessage], node: str
     ) -> None:
-        dispatch = self._dispatch
-        if dispatch.llm_pre_call:
+        def event() -> LLMPreCallEvent:
             tools, params = self._requests(runnable)
-            await dispatch.emit(
-                dispatch.llm_pre_call,
-                "on_llm_pre_call",
-                LLMPreCallEvent(
-                    model=self._default_model_name,
-                    messages=list(messages),  # what the runnable is invoked with
-                    tools=[dict(tool) for tool in tools],
-                    run_id=run.run_id,
-                    invocation_params=dict(params),
-                    node_name=node,
-                ),
+            return LLMPreCallEvent(
+                model=self._default_model_name,
+                messages=list(messages),  # what the runnable is invoked with
+                tools=[dict(tool) for tool in tools],
+                run_id=run.run_id,
+                invocation_params=dict(params),
+                node_name=node,
             )
+
+        await self._dispatch.send("on_llm_pre_call", event)
 
     def _start(self) -> tuple[str, float]:
         started_at = datetime.now(UTC).isoformat() if self._dispatch.llm_end else ""

@@ -81,25 +81,22 @@ class FabricationChecker:
         elif mode == "refuse" and strongest >= threshold:
             action = "refuse_replaced"
         draft_preview, truncated = preview(draft)
-        dispatch = self._dispatch
-        if dispatch.fabrication_detected:
-            await dispatch.emit(
-                dispatch.fabrication_detected,
-                "on_fabrication_detected",
-                FabricationDetectedEvent(
-                    run_id=run.run_id,
-                    mode=mode,
-                    action_taken=action,
-                    findings=[f.to_event_payload() for f in findings],
-                    refuse_threshold=threshold,
-                    max_finding_confidence=strongest,
-                    original_draft_preview=draft_preview,
-                    replacement_preview=(
-                        preview(SAFE_ENVELOPE)[0] if action == "refuse_replaced" else None
-                    ),
-                    preview_truncated=truncated,
+        await self._dispatch.send(
+            "on_fabrication_detected",
+            lambda: FabricationDetectedEvent(
+                run_id=run.run_id,
+                mode=mode,
+                action_taken=action,
+                findings=[f.to_event_payload() for f in findings],
+                refuse_threshold=threshold,
+                max_finding_confidence=strongest,
+                original_draft_preview=draft_preview,
+                replacement_preview=(
+                    preview(SAFE_ENVELOPE)[0] if action == "refuse_replaced" else None
                 ),
-            )
+                preview_truncated=truncated,
+            ),
+        )
         if action == "refuse_replaced":
             return SAFE_ENVELOPE, findings
         if action == "revise_forced":

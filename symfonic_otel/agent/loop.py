@@ -197,12 +197,9 @@ class ReactAgent:
         outcome: TerminationOutcome = "completed"
         error_type: str | None = None
         try:
-            if dispatch.agent_start:
-                await dispatch.emit(
-                    dispatch.agent_start,
-                    "on_agent_start",
-                    AgentStartEvent(query=query, run_id=run.run_id),
-                )
+            await dispatch.send(
+                "on_agent_start", lambda: AgentStartEvent(query=query, run_id=run.run_id)
+            )
             # The history given is made valid once, before the run's own messages begin.
             repair_history(run.messages)
             run.query_message = HumanMessage(content=query)
@@ -229,20 +226,18 @@ class ReactAgent:
                 stop_reason = INTERRUPTED
             else:
                 stop_reason = response.run_stop_reason if response is not None else None
-            if dispatch.agent_end:
-                await dispatch.emit(
-                    dispatch.agent_end,
-                    "on_agent_end",
-                    AgentEndEvent(
-                        run_id=run.run_id,
-                        final_response=run.answer if response is not None else None,
-                        duration_ms=(time.perf_counter() - started) * 1000.0,
-                        node_count=run.nodes,
-                        outcome=outcome,
-                        stop_reason=stop_reason,
-                        error_type=error_type,
-                    ),
-                )
+            await dispatch.send(
+                "on_agent_end",
+                lambda: AgentEndEvent(
+                    run_id=run.run_id,
+                    final_response=run.answer if response is not None else None,
+                    duration_ms=(time.perf_counter() - started) * 1000.0,
+                    node_count=run.nodes,
+                    outcome=outcome,
+                    stop_reason=stop_reason,
+                    error_type=error_type,
+                ),
+            )
 
     # --- the loop ----------------------------------------------------------------------------
 
