@@ -20,6 +20,7 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
+    HumanMessage,
     SystemMessage,
     message_chunk_to_message,
 )
@@ -39,6 +40,7 @@ from symfonic_otel.events import (
     TextDeltaEvent,
     ToolCallStartEvent,
 )
+from symfonic_otel.logs import FailureLog
 
 if TYPE_CHECKING:
     from symfonic_otel.agent.response import AgentResponse
@@ -108,8 +110,11 @@ def _system_prompt(messages: list[BaseMessage]) -> str:
 class ModelCalls:
     """Invokes or streams a runnable for a run and emits the call's ``LLMEndEvent``."""
 
-    def __init__(self, dispatch: CallbackDispatcher, default_model_name: str) -> None:
+    def __init__(
+        self, dispatch: CallbackDispatcher, default_model_name: str, failures: FailureLog
+    ) -> None:
         self._dispatch = dispatch
+        self._failures = failures
         self._default_model_name = default_model_name
         self._requests = RequestShapes()
 
@@ -145,6 +150,25 @@ class ModelCalls:
         await self._end(run, result, node, index, timing, "completed", forced_tool_choice)
         await end_node(dispatch, run.run_id, node, node_started)
         return result
+
+    async def ask(
+        self,
+        run: RunState,
+        runnable: Runnable[Any, Any],
+        prompt: str,
+        node: str,
+        failure: tuple[str, str],
+    ) -> str | None:
+        """The text of one completion of ``prompt`` alone (a recovery call: synthesis,
+        revision); None if the call raised, reported as ``failure`` (its kind and where) with
+        the exception's type and place, never its message."""
+        try:
+            message = await self.call(run, runnable, [HumanMessage(content=prompt)], node)
+        except Exception as exc:
+            kind, where = failure
+            self._failures.report(kind, exc, where=where, run_id=run.run_id)
+            return None
+        return message_text(message) or ""
 
     async def stream(
         self,

@@ -122,7 +122,7 @@ class ReactAgent:
         self._binding = ToolBinding(model, self.tools, tool_choice_resolver, self._failures)
         self.config = config
         self.name = name
-        self._calls = ModelCalls(self._dispatch, _model_attr_name(model))
+        self._calls = ModelCalls(self._dispatch, _model_attr_name(model), self._failures)
         self._model_hints = _model_hints(model)
         self._fabrication = FabricationChecker(
             config,
@@ -378,16 +378,6 @@ class ReactAgent:
             f"{SYNTHESIS_INSTRUCTION}\n\n<conversation>\n{transcript(run.messages)}\n"
             "</conversation>"
         )
-        try:
-            message = await self._calls.call(
-                run, self.model, [HumanMessage(content=prompt)], NODE_SYNTHESIZE_FALLBACK
-            )
-        except Exception as exc:
-            self._failures.report(
-                SYNTHESIS_FAILED,
-                where="synthesize_on_empty_final",
-                error_type=type(exc).__name__,
-                run_id=run.run_id,
-            )
-            return ""
-        return message_text(message) or ""
+        failure = (SYNTHESIS_FAILED, "synthesize_on_empty_final")
+        text = await self._calls.ask(run, self.model, prompt, NODE_SYNTHESIZE_FALLBACK, failure)
+        return text or ""
