@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Final, Unpack
+from typing import Any, Final
 
 from strands.hooks import (
     AfterInvocationEvent,
@@ -33,7 +33,7 @@ from strands.hooks import (
 )
 
 from symfonic_otel.invocation import FrameworkRun, tenant_in
-from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.strands.read import message_text, turn_of, usage_of
 
 __all__ = ["SymfonicHooks"]
@@ -61,10 +61,6 @@ class SymfonicHooks(BookAdapter):
 
     adapter_name = _NAME
 
-    def __init__(self, **options: Unpack[BookOptions]) -> None:
-        super().__init__(**options)
-        self._sequence = 0
-
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeInvocationEvent, self._on_before_invocation)
         registry.add_callback(AfterInvocationEvent, self._on_after_invocation)
@@ -83,11 +79,10 @@ class SymfonicHooks(BookAdapter):
 
     def _start(self, event: BeforeInvocationEvent) -> None:
         agent = event.agent
-        self._sequence += 1
         name = getattr(agent, "name", None)
         # Strands runs one invocation per agent at a time: the agent names its run.
         self._book.start(
-            f"strands-{id(agent):x}-{self._sequence}",
+            self._next_id(f"strands-{id(agent):x}"),
             name if isinstance(name, str) else "",
             tenant=tenant_in(event.invocation_state),
             query=_query(event.messages),
