@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry import context, trace
@@ -59,6 +61,11 @@ def _run_tenant() -> str | None:
     attributes = getattr(span, "attributes", None)
     tenant = attributes.get(semconv.TENANT_ID) if isinstance(attributes, Mapping) else None
     return tenant if isinstance(tenant, str) and tenant else None
+
+
+@dataclass(slots=True)
+class _Call:
+    result: object = None
 
 
 class EmbeddingsWrapper:
@@ -114,34 +121,34 @@ class EmbeddingsWrapper:
     def _record(self, wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
         if _INSIDE.get():
             return wrapped(*args, **kwargs)
-        token = _INSIDE.set(True)
-        started = time.time_ns()
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            self._end(instance, args, None, started, exc)
-            raise
-        finally:
-            _INSIDE.reset(token)
-        self._end(instance, args, result, started, None)
-        return result
+        with self._outermost(instance, args) as call:
+            call.result = wrapped(*args, **kwargs)
+        return call.result
 
     async def _record_async(
         self, wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any
     ) -> Any:
         if _INSIDE.get():
             return await wrapped(*args, **kwargs)
+        with self._outermost(instance, args) as call:
+            call.result = await wrapped(*args, **kwargs)
+        return call.result
+
+    @contextmanager
+    def _outermost(self, instance: object, args: Any) -> Iterator[_Call]:
+        """The outermost call, sync or async: calls it makes are not recorded again, and it is
+        recorded when it ends, with the result set on the yielded ``_Call`` or what it raised."""
         token = _INSIDE.set(True)
         started = time.time_ns()
+        call = _Call()
         try:
-            result = await wrapped(*args, **kwargs)
+            yield call
         except BaseException as exc:
             self._end(instance, args, None, started, exc)
             raise
         finally:
             _INSIDE.reset(token)
-        self._end(instance, args, result, started, None)
-        return result
+        self._end(instance, args, call.result, started, None)
 
     def _end(
         self,
