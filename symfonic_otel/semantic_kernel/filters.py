@@ -37,7 +37,7 @@ from semantic_kernel.filters import (
 from semantic_kernel.functions.kernel_function_from_prompt import KernelFunctionFromPrompt
 
 from symfonic_otel import semconv
-from symfonic_otel.invocation import tenant_in
+from symfonic_otel.invocation import FrameworkRun, tenant_in
 from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.semantic_kernel.read import (
     attempt_cap,
@@ -180,7 +180,11 @@ class SymfonicFilters(BookAdapter):
         if invocation.terminated or results_text(messages) is not None:  # function results
             self._terminated(invocation, messages)
             return
-        capped = self._capped(invocation, run.calls)
+        self._reply(run, messages, capped=self._capped(invocation, run.calls))
+
+    def _reply(self, run: FrameworkRun, messages: list[Any], *, capped: bool = False) -> None:
+        """The final request's reply ``messages`` end the run: its last model call (the forced
+        final answer when ``capped``), then the answer."""
         turn = turn_of(messages)
         self._book.model_call(
             run,
@@ -253,15 +257,7 @@ class SymfonicFilters(BookAdapter):
         if capped:
             self._book.end(run.run_id, "capped")  # the streaming loop makes no final request
             return
-        turn = turn_of(chunks)
-        self._book.model_call(
-            run,
-            turn,
-            model=_model_of(chunks),
-            usage=usage_of(chunks),
-            started_ns=run.model_started_ns,
-        )
-        self._book.end(run.run_id, "answered", answer=turn.text)
+        self._reply(run, chunks)
 
     # --- tools and the requests that called them ------------------------------------------------
 
