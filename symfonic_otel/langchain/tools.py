@@ -110,6 +110,10 @@ class ToolCalls(Part):
             self._end_spans(self._tree.evict_loose_spans())
         return claim
 
+    def _loose_tenant(self, claim: SpanClaim, what: str, metadata: Mapping[str, Any]) -> str | None:
+        """The tenant a span outside any run names in its metadata; a run's span is its run's."""
+        return None if claim.agent is not None else self._read(what, tenant, metadata, None)
+
     # --- tools --------------------------------------------------------------------------------
 
     def start_tool(
@@ -139,11 +143,7 @@ class ToolCalls(Part):
                 claim.agent.run_id if claim.agent is not None else "",
                 name,
                 call_id=call_id,
-                tenant_id=(
-                    None
-                    if claim.agent is not None
-                    else self._read("tool_metadata", tenant, metadata, None)
-                ),
+                tenant_id=self._loose_tenant(claim, "tool_metadata", metadata),
                 parent=where,
                 attributes=attributes,
                 arguments=inputs if isinstance(inputs, Mapping) else input_str,
@@ -209,11 +209,7 @@ class ToolCalls(Part):
                 span_name,
                 run_id=claim.agent.run_id if claim.agent is not None else None,
                 parent=where,
-                tenant_id=(
-                    None
-                    if claim.agent is not None
-                    else self._read("retriever_tenant", tenant, metadata, None)
-                ),
+                tenant_id=self._loose_tenant(claim, "retriever_tenant", metadata),
                 attributes=attributes,
             )
 
