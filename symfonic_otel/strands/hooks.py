@@ -62,20 +62,15 @@ class SymfonicHooks(BookAdapter):
     adapter_name = _NAME
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
-        registry.add_callback(BeforeInvocationEvent, self._on_before_invocation)
-        registry.add_callback(AfterInvocationEvent, self._on_after_invocation)
-        registry.add_callback(BeforeModelCallEvent, self._on_before_model)
-        registry.add_callback(AfterModelCallEvent, self._on_after_model)
-        registry.add_callback(BeforeToolCallEvent, self._on_before_tool)
-        registry.add_callback(AfterToolCallEvent, self._on_after_tool)
+        hook = self._book.guard.hook
+        registry.add_callback(BeforeInvocationEvent, hook("before_invocation", self._start))
+        registry.add_callback(AfterInvocationEvent, hook("after_invocation", self._end))
+        registry.add_callback(BeforeModelCallEvent, hook("before_model", self._model_start))
+        registry.add_callback(AfterModelCallEvent, hook("after_model", self._model_end))
+        registry.add_callback(BeforeToolCallEvent, hook("before_tool", self._tool_start))
+        registry.add_callback(AfterToolCallEvent, hook("after_tool", self._tool_end))
 
     # --- invocations ---------------------------------------------------------------------------
-
-    def _on_before_invocation(self, event: BeforeInvocationEvent) -> None:
-        self._book.guard("before_invocation", self._start, event)
-
-    def _on_after_invocation(self, event: AfterInvocationEvent) -> None:
-        self._book.guard("after_invocation", self._end, event)
 
     def _start(self, event: BeforeInvocationEvent) -> None:
         agent = event.agent
@@ -114,12 +109,6 @@ class SymfonicHooks(BookAdapter):
     def _run_of(self, event: Any) -> FrameworkRun | None:
         return self._book.bound(id(event.agent))
 
-    def _on_before_model(self, event: BeforeModelCallEvent) -> None:
-        self._book.guard("before_model", self._model_start, event)
-
-    def _on_after_model(self, event: AfterModelCallEvent) -> None:
-        self._book.guard("after_model", self._model_end, event)
-
     def _model_start(self, event: BeforeModelCallEvent) -> None:
         run = self._run_of(event)
         if run is not None:
@@ -148,12 +137,6 @@ class SymfonicHooks(BookAdapter):
         run.model_started_ns = None
 
     # --- tools ------------------------------------------------------------------------------
-
-    def _on_before_tool(self, event: BeforeToolCallEvent) -> None:
-        self._book.guard("before_tool", self._tool_start, event)
-
-    def _on_after_tool(self, event: AfterToolCallEvent) -> None:
-        self._book.guard("after_tool", self._tool_end, event)
 
     def _tool_start(self, event: BeforeToolCallEvent) -> None:
         run = self._run_of(event)
