@@ -107,6 +107,18 @@ def _system_prompt(messages: list[BaseMessage]) -> str:
     return ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """A call begun: what its end events say of it."""
+
+    node: str
+    index: int  # the call's 0-based index in the run
+    node_started: float  # perf_counter at the node's start
+    started_at: str  # UTC ISO time, "" when no handler wants LLMEnd
+    perf: float  # perf_counter at the request
+    forced_tool_choice: str | None
+
+
 class ModelCalls:
     """Invokes or streams a runnable for a run and emits the call's ``LLMEndEvent``."""
 
@@ -127,28 +139,15 @@ class ModelCalls:
         *,
         forced_tool_choice: str | None = None,
     ) -> AIMessage:
-        index = run.model_calls
-        run.model_calls += 1
-        run.nodes += 1
-        dispatch = self._dispatch
-        node_started = await start_node(dispatch, run.run_id, node)
-        await self._llm_start(run, messages, node)
-        await self._pre_call(run, runnable, messages, node)
-        timing = self._start()
+        started = await self._begin(run, runnable, messages, node, forced_tool_choice)
         try:
             result = await runnable.ainvoke(messages)
             if not isinstance(result, AIMessage):
                 raise TypeError(f"the chat model returned {type(result).__name__}, not AIMessage")
-        except Exception as exc:
-            await self._end(run, None, node, index, timing, "error", forced_tool_choice, exc)
-            await fail_node(dispatch, run.run_id, node, exc)
-            raise
         except BaseException as exc:
-            await self._end(run, None, node, index, timing, "cancelled", forced_tool_choice)
-            await fail_node(dispatch, run.run_id, node, exc)
+            await self._fail(run, started, exc)
             raise
-        await self._end(run, result, node, index, timing, "completed", forced_tool_choice)
-        await end_node(dispatch, run.run_id, node, node_started)
+        await self._finish(run, started, result)
         return result
 
     async def ask(
@@ -180,15 +179,8 @@ class ModelCalls:
         forced_tool_choice: str | None = None,
     ) -> AsyncGenerator[StreamTextDelta | AIMessage, None]:
         """Text deltas as they arrive, then the merged message."""
-        index = run.model_calls
-        run.model_calls += 1
-        run.nodes += 1
-        dispatch = self._dispatch
-        run_id = run.run_id
-        node_started = await start_node(dispatch, run_id, node)
-        await self._llm_start(run, messages, node)
-        await self._pre_call(run, runnable, messages, node)
-        timing = self._start()
+        started = await self._begin(run, runnable, messages, node, forced_tool_choice)
+        dispatch, run_id = self._dispatch, run.run_id
         merged: AIMessageChunk | None = None
         announced: set[str] | None = set() if dispatch.tool_call_start else None
         try:
@@ -208,20 +200,14 @@ class ModelCalls:
                             "on_text_delta",
                             TextDeltaEvent(text=delta, run_id=run_id, node_name=node),
                         )
-                    yield StreamTextDelta(delta, index)
-        except Exception as exc:
-            await self._end(run, None, node, index, timing, "error", forced_tool_choice, exc)
-            await fail_node(dispatch, run_id, node, exc)
-            raise
+                    yield StreamTextDelta(delta, started.index)
         except BaseException as exc:
-            await self._end(run, None, node, index, timing, "cancelled", forced_tool_choice)
-            await fail_node(dispatch, run_id, node, exc)
+            await self._fail(run, started, exc)
             raise
         message = AIMessage(content="") if merged is None else message_chunk_to_message(merged)
         if not isinstance(message, AIMessage):  # pragma: no cover - AIMessageChunk converts so
             raise TypeError(f"cannot convert {type(message).__name__} to AIMessage")
-        await self._end(run, message, node, index, timing, "completed", forced_tool_choice)
-        await end_node(dispatch, run_id, node, node_started)
+        await self._finish(run, started, message)
         yield message
 
     async def _announce(self, run_id: str, chunk: AIMessageChunk, announced: set[str]) -> None:
@@ -265,26 +251,50 @@ class ModelCalls:
 
         await self._dispatch.send("on_llm_pre_call", event)
 
-    def _start(self) -> tuple[str, float]:
+    async def _begin(
+        self,
+        run: RunState,
+        runnable: Runnable[Any, Any],
+        messages: list[BaseMessage],
+        node: str,
+        forced_tool_choice: str | None,
+    ) -> _Started:
+        """Count the call and emit its starts (node, LLMStart, LLMPreCall), timing it."""
+        index = run.model_calls
+        run.model_calls += 1
+        run.nodes += 1
+        node_started = await start_node(self._dispatch, run.run_id, node)
+        await self._llm_start(run, messages, node)
+        await self._pre_call(run, runnable, messages, node)
         started_at = datetime.now(UTC).isoformat() if self._dispatch.llm_end else ""
-        return started_at, time.perf_counter()
+        return _Started(
+            node, index, node_started, started_at, time.perf_counter(), forced_tool_choice
+        )
+
+    async def _finish(self, run: RunState, started: _Started, message: AIMessage) -> None:
+        await self._end(run, message, started, "completed")
+        await end_node(self._dispatch, run.run_id, started.node, started.node_started)
+
+    async def _fail(self, run: RunState, started: _Started, exc: BaseException) -> None:
+        """The call raised (``error``, its type in LLMEnd) or was cancelled (``cancelled``)."""
+        if isinstance(exc, Exception):
+            await self._end(run, None, started, "error", exc)
+        else:
+            await self._end(run, None, started, "cancelled")
+        await fail_node(self._dispatch, run.run_id, started.node, exc)
 
     async def _end(
         self,
         run: RunState,
         message: AIMessage | None,
-        node: str,
-        index: int,
-        timing: tuple[str, float],
+        started: _Started,
         outcome: TerminationOutcome,
-        forced_tool_choice: str | None,
         exc: BaseException | None = None,
     ) -> None:
         dispatch = self._dispatch
         if not dispatch.llm_end:
             return
-        started_at, started = timing
-        duration_ms = (time.perf_counter() - started) * 1000.0
+        duration_ms = (time.perf_counter() - started.perf) * 1000.0
         model = self._default_model_name
         if message is not None:
             metadata = message.response_metadata
@@ -299,13 +309,13 @@ class ModelCalls:
                 output=(message_text(message) or "") if message is not None else "",
                 usage=usage_of(message),
                 run_id=run.run_id,
-                node_name=node,
+                node_name=started.node,
                 duration_ms=duration_ms,
-                started_at_utc=started_at,
-                iteration_index=index,
+                started_at_utc=started.started_at,
+                iteration_index=started.index,
                 outcome=outcome,
                 stop_reason=raw_stop_reason(message) if message is not None else None,
                 error_type=_error_type(exc) if exc is not None else None,
-                forced_tool_choice=forced_tool_choice,
+                forced_tool_choice=started.forced_tool_choice,
             ),
         )
