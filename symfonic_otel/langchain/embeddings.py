@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry import context, trace
-from wrapt import FunctionWrapper
 
 from symfonic_otel import semconv
 from symfonic_otel.events import LLMEndEvent
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain.extract import bounded
+from symfonic_otel.langchain.subclasses import SubclassMethods
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["EmbeddingsWrapper"]
@@ -74,47 +74,22 @@ class EmbeddingsWrapper:
     def __init__(self, core: OTelCallbackHandler, failures: FailureLog) -> None:
         self._core = core
         self._failures = failures
-        self._wrapped: list[tuple[type, str, object]] = []
-        self._hooked: type | None = None
+        wrappers = {
+            name: self._record_async if name in _ASYNC else self._record for name in _METHODS
+        }
+        self._methods = SubclassMethods(wrappers, failures, "langchain.embeddings_wrap")
 
     def install(self) -> None:
         try:
             from langchain_core.embeddings import Embeddings
         except Exception:  # no langchain-core embeddings: nothing to wrap
             return
-        pending = list(Embeddings.__subclasses__())
-        while pending:
-            cls = pending.pop()
-            pending.extend(cls.__subclasses__())
-            self._wrap_class(cls)
-        wrap_class = self._wrap_class
-
-        def init_subclass(cls: Any, /, **kwargs: Any) -> None:
-            super(Embeddings, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
-            wrap_class(cls)
-
-        Embeddings.__init_subclass__ = classmethod(init_subclass)  # type: ignore[assignment]
-        self._hooked = Embeddings
+        # The base class's own async methods (a thread running the sync one) stay unwrapped:
+        # the sync call they make is the one recorded.
+        self._methods.install(Embeddings, include_base=False)
 
     def uninstall(self) -> None:
-        if self._hooked is not None:
-            if "__init_subclass__" in self._hooked.__dict__:
-                delattr(self._hooked, "__init_subclass__")
-            self._hooked = None
-        for cls, name, original in reversed(self._wrapped):
-            setattr(cls, name, original)
-        self._wrapped.clear()
-
-    def _wrap_class(self, cls: type) -> None:
-        for name in _METHODS:
-            original = cls.__dict__.get(name)
-            if original is None or isinstance(original, FunctionWrapper):
-                continue
-            if getattr(original, "__isabstractmethod__", False):
-                continue
-            record = self._record_async if name in _ASYNC else self._record
-            setattr(cls, name, FunctionWrapper(original, record))
-            self._wrapped.append((cls, name, original))
+        self._methods.uninstall()
 
     # --- wrappers -----------------------------------------------------------------------------
 
