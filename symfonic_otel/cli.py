@@ -66,6 +66,11 @@ def _directory(text: str) -> str:
     return text
 
 
+def _url_option(parser: argparse.ArgumentParser, flag: str, help_text: str) -> None:
+    """An optional ``URL`` flag whose value ``_url`` checks (an error names the flag)."""
+    parser.add_argument(flag, type=_url(flag), default=None, metavar="URL", help=help_text)
+
+
 def _url(option: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         from symfonic_otel.dashboards import base_url
@@ -203,20 +208,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("directory", type=_directory, metavar="DIR")
     export.add_argument("--force", action="store_true", help="overwrite files that exist")
-    export.add_argument(
+    _url_option(
+        export,
         "--runbook-base-url",
-        type=_url("--runbook-base-url"),
-        default=None,
-        metavar="URL",
-        help="where the runbooks are served (the exported folder on your git host, or the docs "
+        "where the runbooks are served (the exported folder on your git host, or the docs "
         "site): every alert's runbook_url becomes URL/runbooks/<alert>/",
     )
-    export.add_argument(
+    _url_option(
+        export,
         "--grafana-url",
-        type=_url("--grafana-url"),
-        default=None,
-        metavar="URL",
-        help="your Grafana: every alert's dashboard_url becomes the overview dashboard there, "
+        "your Grafana: every alert's dashboard_url becomes the overview dashboard there, "
         "with the alert's tenant selected",
     )
     export.add_argument(

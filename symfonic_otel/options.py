@@ -8,24 +8,18 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import math
 from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
 from symfonic_otel.emit.budget import CARDINALITY_LIMIT, series_budget
 from symfonic_otel.logs import get_logger
-from symfonic_otel.read.sanitise import clean_label
+from symfonic_otel.read.sanitise import clean_label, is_real
 
 
 def is_positive_seconds(value: object) -> bool:
     """A finite number of seconds above zero (a bool is no number of seconds)."""
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and math.isfinite(value)
-        and value > 0
-    )
+    return is_real(value) and value > 0
 
 
 def check_handler_options(

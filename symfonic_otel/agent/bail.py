@@ -42,16 +42,14 @@ async def report_silent_bail(
         termination_reason=termination_reason,
         run_id=run.run_id,
     )
-    if dispatch.react_loop_end:
-        await dispatch.emit(
-            dispatch.react_loop_end,
-            "on_react_loop_end",
-            ReactLoopEndEvent(
-                run_id=run.run_id,
-                iteration_index=iteration_index,
-                content_type=content_type,
-                has_tool_calls=tool_call_count > 0,
-                tool_call_count=tool_call_count,
-                termination_reason=termination_reason,
-            ),
-        )
+    await dispatch.send(
+        "on_react_loop_end",
+        lambda: ReactLoopEndEvent(
+            run_id=run.run_id,
+            iteration_index=iteration_index,
+            content_type=content_type,
+            has_tool_calls=tool_call_count > 0,
+            tool_call_count=tool_call_count,
+            termination_reason=termination_reason,
+        ),
+    )

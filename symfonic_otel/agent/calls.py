@@ -20,6 +20,7 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
+    HumanMessage,
     SystemMessage,
     message_chunk_to_message,
 )
@@ -39,6 +40,7 @@ from symfonic_otel.events import (
     TextDeltaEvent,
     ToolCallStartEvent,
 )
+from symfonic_otel.logs import FailureLog
 
 if TYPE_CHECKING:
     from symfonic_otel.agent.response import AgentResponse
@@ -105,11 +107,26 @@ def _system_prompt(messages: list[BaseMessage]) -> str:
     return ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """A call begun: what its end events say of it."""
+
+    node: str
+    index: int  # the call's 0-based index in the run
+    node_started: float  # perf_counter at the node's start
+    started_at: str  # UTC ISO time, "" when no handler wants LLMEnd
+    perf: float  # perf_counter at the request
+    forced_tool_choice: str | None
+
+
 class ModelCalls:
     """Invokes or streams a runnable for a run and emits the call's ``LLMEndEvent``."""
 
-    def __init__(self, dispatch: CallbackDispatcher, default_model_name: str) -> None:
+    def __init__(
+        self, dispatch: CallbackDispatcher, default_model_name: str, failures: FailureLog
+    ) -> None:
         self._dispatch = dispatch
+        self._failures = failures
         self._default_model_name = default_model_name
         self._requests = RequestShapes()
 
@@ -122,29 +139,35 @@ class ModelCalls:
         *,
         forced_tool_choice: str | None = None,
     ) -> AIMessage:
-        index = run.model_calls
-        run.model_calls += 1
-        run.nodes += 1
-        dispatch = self._dispatch
-        node_started = await start_node(dispatch, run.run_id, node)
-        await self._llm_start(run, messages, node)
-        await self._pre_call(run, runnable, messages, node)
-        timing = self._start()
+        started = await self._begin(run, runnable, messages, node, forced_tool_choice)
         try:
             result = await runnable.ainvoke(messages)
             if not isinstance(result, AIMessage):
                 raise TypeError(f"the chat model returned {type(result).__name__}, not AIMessage")
-        except Exception as exc:
-            await self._end(run, None, node, index, timing, "error", forced_tool_choice, exc)
-            await fail_node(dispatch, run.run_id, node, exc)
-            raise
         except BaseException as exc:
-            await self._end(run, None, node, index, timing, "cancelled", forced_tool_choice)
-            await fail_node(dispatch, run.run_id, node, exc)
+            await self._fail(run, started, exc)
             raise
-        await self._end(run, result, node, index, timing, "completed", forced_tool_choice)
-        await end_node(dispatch, run.run_id, node, node_started)
+        await self._finish(run, started, result)
         return result
+
+    async def ask(
+        self,
+        run: RunState,
+        runnable: Runnable[Any, Any],
+        prompt: str,
+        node: str,
+        failure: tuple[str, str],
+    ) -> str | None:
+        """The text of one completion of ``prompt`` alone (a recovery call: synthesis,
+        revision); None if the call raised, reported as ``failure`` (its kind and where) with
+        the exception's type and place, never its message."""
+        try:
+            message = await self.call(run, runnable, [HumanMessage(content=prompt)], node)
+        except Exception as exc:
+            kind, where = failure
+            self._failures.report(kind, exc, where=where, run_id=run.run_id)
+            return None
+        return message_text(message) or ""
 
     async def stream(
         self,
@@ -156,15 +179,8 @@ class ModelCalls:
         forced_tool_choice: str | None = None,
     ) -> AsyncGenerator[StreamTextDelta | AIMessage, None]:
         """Text deltas as they arrive, then the merged message."""
-        index = run.model_calls
-        run.model_calls += 1
-        run.nodes += 1
-        dispatch = self._dispatch
-        run_id = run.run_id
-        node_started = await start_node(dispatch, run_id, node)
-        await self._llm_start(run, messages, node)
-        await self._pre_call(run, runnable, messages, node)
-        timing = self._start()
+        started = await self._begin(run, runnable, messages, node, forced_tool_choice)
+        dispatch, run_id = self._dispatch, run.run_id
         merged: AIMessageChunk | None = None
         announced: set[str] | None = set() if dispatch.tool_call_start else None
         try:
@@ -184,20 +200,14 @@ class ModelCalls:
                             "on_text_delta",
                             TextDeltaEvent(text=delta, run_id=run_id, node_name=node),
                         )
-                    yield StreamTextDelta(delta, index)
-        except Exception as exc:
-            await self._end(run, None, node, index, timing, "error", forced_tool_choice, exc)
-            await fail_node(dispatch, run_id, node, exc)
-            raise
+                    yield StreamTextDelta(delta, started.index)
         except BaseException as exc:
-            await self._end(run, None, node, index, timing, "cancelled", forced_tool_choice)
-            await fail_node(dispatch, run_id, node, exc)
+            await self._fail(run, started, exc)
             raise
         message = AIMessage(content="") if merged is None else message_chunk_to_message(merged)
         if not isinstance(message, AIMessage):  # pragma: no cover - AIMessageChunk converts so
             raise TypeError(f"cannot convert {type(message).__name__} to AIMessage")
-        await self._end(run, message, node, index, timing, "completed", forced_tool_choice)
-        await end_node(dispatch, run_id, node, node_started)
+        await self._finish(run, started, message)
         yield message
 
     async def _announce(self, run_id: str, chunk: AIMessageChunk, announced: set[str]) -> None:
@@ -208,68 +218,83 @@ class ModelCalls:
             if not call_id or not name or call_id in announced:
                 continue
             announced.add(call_id)
-            await dispatch.emit(
-                dispatch.tool_call_start,
-                "on_tool_call_start",
-                ToolCallStartEvent(
-                    tool_call_id=call_id, tool_name=name, phase="announced", run_id=run_id
-                ),
+            event = ToolCallStartEvent(
+                tool_call_id=call_id, tool_name=name, phase="announced", run_id=run_id
             )
+            await dispatch.emit(dispatch.tool_call_start, "on_tool_call_start", event)
 
     async def _llm_start(self, run: RunState, messages: list[BaseMessage], node: str) -> None:
-        dispatch = self._dispatch
-        if dispatch.llm_start:
-            await dispatch.emit(
-                dispatch.llm_start,
-                "on_llm_start",
-                LLMStartEvent(
-                    model=self._default_model_name,
-                    messages=list(messages),  # a snapshot: the run goes on appending
-                    run_id=run.run_id,
-                    system_prompt=_system_prompt(messages),
-                    node_name=node,
-                ),
-            )
+        await self._dispatch.send(
+            "on_llm_start",
+            lambda: LLMStartEvent(
+                model=self._default_model_name,
+                messages=list(messages),  # a snapshot: the run goes on appending
+                run_id=run.run_id,
+                system_prompt=_system_prompt(messages),
+                node_name=node,
+            ),
+        )
 
     async def _pre_call(
         self, run: RunState, runnable: Runnable[Any, Any], messages: list[BaseMessage], node: str
     ) -> None:
-        dispatch = self._dispatch
-        if dispatch.llm_pre_call:
+        def event() -> LLMPreCallEvent:
             tools, params = self._requests(runnable)
-            await dispatch.emit(
-                dispatch.llm_pre_call,
-                "on_llm_pre_call",
-                LLMPreCallEvent(
-                    model=self._default_model_name,
-                    messages=list(messages),  # what the runnable is invoked with
-                    tools=[dict(tool) for tool in tools],
-                    run_id=run.run_id,
-                    invocation_params=dict(params),
-                    node_name=node,
-                ),
+            return LLMPreCallEvent(
+                model=self._default_model_name,
+                messages=list(messages),  # what the runnable is invoked with
+                tools=[dict(tool) for tool in tools],
+                run_id=run.run_id,
+                invocation_params=dict(params),
+                node_name=node,
             )
 
-    def _start(self) -> tuple[str, float]:
+        await self._dispatch.send("on_llm_pre_call", event)
+
+    async def _begin(
+        self,
+        run: RunState,
+        runnable: Runnable[Any, Any],
+        messages: list[BaseMessage],
+        node: str,
+        forced_tool_choice: str | None,
+    ) -> _Started:
+        """Count the call and emit its starts (node, LLMStart, LLMPreCall), timing it."""
+        index = run.model_calls
+        run.model_calls += 1
+        run.nodes += 1
+        node_started = await start_node(self._dispatch, run.run_id, node)
+        await self._llm_start(run, messages, node)
+        await self._pre_call(run, runnable, messages, node)
         started_at = datetime.now(UTC).isoformat() if self._dispatch.llm_end else ""
-        return started_at, time.perf_counter()
+        return _Started(
+            node, index, node_started, started_at, time.perf_counter(), forced_tool_choice
+        )
+
+    async def _finish(self, run: RunState, started: _Started, message: AIMessage) -> None:
+        await self._end(run, message, started, "completed")
+        await end_node(self._dispatch, run.run_id, started.node, started.node_started)
+
+    async def _fail(self, run: RunState, started: _Started, exc: BaseException) -> None:
+        """The call raised (``error``, its type in LLMEnd) or was cancelled (``cancelled``)."""
+        if isinstance(exc, Exception):
+            await self._end(run, None, started, "error", exc)
+        else:
+            await self._end(run, None, started, "cancelled")
+        await fail_node(self._dispatch, run.run_id, started.node, exc)
 
     async def _end(
         self,
         run: RunState,
         message: AIMessage | None,
-        node: str,
-        index: int,
-        timing: tuple[str, float],
+        started: _Started,
         outcome: TerminationOutcome,
-        forced_tool_choice: str | None,
         exc: BaseException | None = None,
     ) -> None:
         dispatch = self._dispatch
         if not dispatch.llm_end:
             return
-        started_at, started = timing
-        duration_ms = (time.perf_counter() - started) * 1000.0
+        duration_ms = (time.perf_counter() - started.perf) * 1000.0
         model = self._default_model_name
         if message is not None:
             metadata = message.response_metadata
@@ -284,13 +309,13 @@ class ModelCalls:
                 output=(message_text(message) or "") if message is not None else "",
                 usage=usage_of(message),
                 run_id=run.run_id,
-                node_name=node,
+                node_name=started.node,
                 duration_ms=duration_ms,
-                started_at_utc=started_at,
-                iteration_index=index,
+                started_at_utc=started.started_at,
+                iteration_index=started.index,
                 outcome=outcome,
                 stop_reason=raw_stop_reason(message) if message is not None else None,
                 error_type=_error_type(exc) if exc is not None else None,
-                forced_tool_choice=forced_tool_choice,
+                forced_tool_choice=started.forced_tool_choice,
             ),
         )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from symfonic_otel.read.sanitise import is_real
 
 if TYPE_CHECKING:
     from symfonic_otel.agent.fabrication import FabricationDetector
@@ -70,12 +71,7 @@ class FrameworkConfig:
                 f"{sorted(_MODES)}, got {self.fabrication_check!r}"
             )
         threshold = self.fabrication_refuse_min_confidence
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not math.isfinite(threshold)
-            or not 0.0 <= threshold <= 1.0
-        ):
+        if not is_real(threshold) or not 0.0 <= threshold <= 1.0:
             raise ValueError(
                 "FrameworkConfig.fabrication_refuse_min_confidence must be a number in [0, 1], "
                 f"got {threshold!r}"

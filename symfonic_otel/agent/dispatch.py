@@ -45,6 +45,7 @@ class CallbackDispatcher:
     """Calls every handler's method for an event kind, in registration order."""
 
     __slots__ = (
+        "_by_kind",
         "_failed",
         "agent_end",
         "agent_start",
@@ -81,6 +82,9 @@ class CallbackDispatcher:
         self.tool_call_start: tuple[Target, ...] = tuple(found["on_tool_call_start"])
         self.tool_result: tuple[Target, ...] = tuple(found["on_tool_result"])
         self.text_delta: tuple[Target, ...] = tuple(found["on_text_delta"])
+        self._by_kind: dict[str, tuple[Target, ...]] = {
+            name: tuple(targets) for name, targets in found.items()
+        }
         self._failed: set[tuple[int, str]] = set()
 
     async def emit(self, targets: tuple[Target, ...], kind: str, event: object) -> None:
@@ -92,6 +96,13 @@ class CallbackDispatcher:
                     await result
             except Exception as exc:  # a handler bug must not end the agent's run
                 self._report(handler, kind, exc, event)
+
+    async def send(self, kind: str, make: Callable[[], object]) -> None:
+        """Deliver ``make()`` to the handlers of ``kind`` (an ``on_...`` name); the event is built
+        only when some handler wants it, so an unwanted event costs a lookup."""
+        targets = self._by_kind[kind]
+        if targets:
+            await self.emit(targets, kind, make())
 
     def _report(self, handler: object, kind: str, exc: Exception, event: object) -> None:
         key = (id(handler), kind)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 from typing import Any, Final
 
-from langchain_core.messages import HumanMessage
 from langchain_core.runnables import Runnable
 
 from symfonic_otel.agent.calls import ModelCalls, RunState
@@ -22,7 +21,6 @@ from symfonic_otel.agent.fabrication import (
     FabricationFinding,
     preview,
 )
-from symfonic_otel.agent.flatten import message_text
 from symfonic_otel.agent.prompts import REVISION_INSTRUCTION, transcript
 from symfonic_otel.events import FabricationAction, FabricationDetectedEvent
 from symfonic_otel.logs import FailureLog, get_logger
@@ -81,25 +79,22 @@ class FabricationChecker:
         elif mode == "refuse" and strongest >= threshold:
             action = "refuse_replaced"
         draft_preview, truncated = preview(draft)
-        dispatch = self._dispatch
-        if dispatch.fabrication_detected:
-            await dispatch.emit(
-                dispatch.fabrication_detected,
-                "on_fabrication_detected",
-                FabricationDetectedEvent(
-                    run_id=run.run_id,
-                    mode=mode,
-                    action_taken=action,
-                    findings=[f.to_event_payload() for f in findings],
-                    refuse_threshold=threshold,
-                    max_finding_confidence=strongest,
-                    original_draft_preview=draft_preview,
-                    replacement_preview=(
-                        preview(SAFE_ENVELOPE)[0] if action == "refuse_replaced" else None
-                    ),
-                    preview_truncated=truncated,
+        await self._dispatch.send(
+            "on_fabrication_detected",
+            lambda: FabricationDetectedEvent(
+                run_id=run.run_id,
+                mode=mode,
+                action_taken=action,
+                findings=[f.to_event_payload() for f in findings],
+                refuse_threshold=threshold,
+                max_finding_confidence=strongest,
+                original_draft_preview=draft_preview,
+                replacement_preview=(
+                    preview(SAFE_ENVELOPE)[0] if action == "refuse_replaced" else None
                 ),
-            )
+                preview_truncated=truncated,
+            ),
+        )
         if action == "refuse_replaced":
             return SAFE_ENVELOPE, findings
         if action == "revise_forced":
@@ -114,17 +109,6 @@ class FabricationChecker:
             f"{REVISION_INSTRUCTION}\n\nUnsupported claims:\n{listed}\n\n<conversation>\n"
             f"{transcript(run.messages)}\n</conversation>\n\n<draft>\n{draft}\n</draft>"
         )
-        try:
-            revised = await self._calls.call(
-                run, self._model, [HumanMessage(content=prompt)], NODE_FABRICATION_REVISE
-            )
-        except Exception as exc:
-            self._failures.report(
-                REVISION_FAILED,
-                where="fabrication_check=revise",
-                error_type=type(exc).__name__,
-                run_id=run.run_id,
-            )
-            return draft
-        text = message_text(revised) or ""
-        return text if text.strip() else draft
+        failure = (REVISION_FAILED, "fabrication_check=revise")
+        text = await self._calls.ask(run, self._model, prompt, NODE_FABRICATION_REVISE, failure)
+        return text if text and text.strip() else draft

@@ -122,7 +122,7 @@ class ReactAgent:
         self._binding = ToolBinding(model, self.tools, tool_choice_resolver, self._failures)
         self.config = config
         self.name = name
-        self._calls = ModelCalls(self._dispatch, _model_attr_name(model))
+        self._calls = ModelCalls(self._dispatch, _model_attr_name(model), self._failures)
         self._model_hints = _model_hints(model)
         self._fabrication = FabricationChecker(
             config,
@@ -197,12 +197,9 @@ class ReactAgent:
         outcome: TerminationOutcome = "completed"
         error_type: str | None = None
         try:
-            if dispatch.agent_start:
-                await dispatch.emit(
-                    dispatch.agent_start,
-                    "on_agent_start",
-                    AgentStartEvent(query=query, run_id=run.run_id),
-                )
+            await dispatch.send(
+                "on_agent_start", lambda: AgentStartEvent(query=query, run_id=run.run_id)
+            )
             # The history given is made valid once, before the run's own messages begin.
             repair_history(run.messages)
             run.query_message = HumanMessage(content=query)
@@ -229,20 +226,18 @@ class ReactAgent:
                 stop_reason = INTERRUPTED
             else:
                 stop_reason = response.run_stop_reason if response is not None else None
-            if dispatch.agent_end:
-                await dispatch.emit(
-                    dispatch.agent_end,
-                    "on_agent_end",
-                    AgentEndEvent(
-                        run_id=run.run_id,
-                        final_response=run.answer if response is not None else None,
-                        duration_ms=(time.perf_counter() - started) * 1000.0,
-                        node_count=run.nodes,
-                        outcome=outcome,
-                        stop_reason=stop_reason,
-                        error_type=error_type,
-                    ),
-                )
+            await dispatch.send(
+                "on_agent_end",
+                lambda: AgentEndEvent(
+                    run_id=run.run_id,
+                    final_response=run.answer if response is not None else None,
+                    duration_ms=(time.perf_counter() - started) * 1000.0,
+                    node_count=run.nodes,
+                    outcome=outcome,
+                    stop_reason=stop_reason,
+                    error_type=error_type,
+                ),
+            )
 
     # --- the loop ----------------------------------------------------------------------------
 
@@ -383,16 +378,6 @@ class ReactAgent:
             f"{SYNTHESIS_INSTRUCTION}\n\n<conversation>\n{transcript(run.messages)}\n"
             "</conversation>"
         )
-        try:
-            message = await self._calls.call(
-                run, self.model, [HumanMessage(content=prompt)], NODE_SYNTHESIZE_FALLBACK
-            )
-        except Exception as exc:
-            self._failures.report(
-                SYNTHESIS_FAILED,
-                where="synthesize_on_empty_final",
-                error_type=type(exc).__name__,
-                run_id=run.run_id,
-            )
-            return ""
-        return message_text(message) or ""
+        failure = (SYNTHESIS_FAILED, "synthesize_on_empty_final")
+        text = await self._calls.ask(run, self.model, prompt, NODE_SYNTHESIZE_FALLBACK, failure)
+        return text or ""

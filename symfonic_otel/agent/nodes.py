@@ -18,34 +18,27 @@ __all__ = ["end_node", "fail_node", "start_node"]
 
 async def start_node(dispatch: CallbackDispatcher, run_id: str, node: str) -> float:
     """Emit the node's start; returns its start time for ``end_node``."""
-    if dispatch.node_start:
-        await dispatch.emit(
-            dispatch.node_start, "on_node_start", NodeStartEvent(node_name=node, run_id=run_id)
-        )
+    await dispatch.send("on_node_start", lambda: NodeStartEvent(node_name=node, run_id=run_id))
     return time.perf_counter()
 
 
 async def end_node(dispatch: CallbackDispatcher, run_id: str, node: str, started: float) -> None:
-    if dispatch.node_end:
-        await dispatch.emit(
-            dispatch.node_end,
-            "on_node_end",
-            NodeEndEvent(
-                node_name=node,
-                run_id=run_id,
-                duration_ms=(time.perf_counter() - started) * 1000.0,
-            ),
-        )
+    await dispatch.send(
+        "on_node_end",
+        lambda: NodeEndEvent(
+            node_name=node,
+            run_id=run_id,
+            duration_ms=(time.perf_counter() - started) * 1000.0,
+        ),
+    )
 
 
 async def fail_node(
     dispatch: CallbackDispatcher, run_id: str, node: str, exc: BaseException
 ) -> None:
-    if dispatch.node_error:
-        await dispatch.emit(
-            dispatch.node_error,
-            "on_node_error",
-            NodeErrorEvent(
-                node_name=node, run_id=run_id, error=str(exc), error_type=type(exc).__name__
-            ),
-        )
+    await dispatch.send(
+        "on_node_error",
+        lambda: NodeErrorEvent(
+            node_name=node, run_id=run_id, error=str(exc), error_type=type(exc).__name__
+        ),
+    )

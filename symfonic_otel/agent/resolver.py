@@ -26,6 +26,7 @@ __all__ = ["ForcedToolChoiceResolver", "ToolBinding", "resolve_tool_choice"]
 RESOLVER_RAISED: Final = "agent.tool_choice_resolver.raised"
 RESOLVER_UNKNOWN_TOOL: Final = "agent.tool_choice_resolver.unknown_tool"
 FORCED_BINDING_FAILED: Final = "agent.tool_choice_binding_failed"
+_RESOLVE: Final = "ForcedToolChoiceResolver.resolve"
 
 
 @runtime_checkable
@@ -53,28 +54,21 @@ async def resolve_tool_choice(
     """The resolver's answer if it names one of ``tool_names``, else ``None``.
 
     A raising resolver, or one that names no tool of the agent, is reported to ``failures``
-    (logged on its first occurrence) with the exception type and run id only: its message and
-    the returned value may quote the conversation, so neither is logged.
+    (logged on its first occurrence) with the exception's type and place and the run id only:
+    its message and the returned value may quote the conversation, so neither is logged.
     """
     try:
         resolve: Callable[..., Any] = resolver.resolve
         name = await resolve(state, messages)
     except Exception as exc:
-        failures.report(
-            RESOLVER_RAISED,
-            where="ForcedToolChoiceResolver.resolve",
-            error_type=type(exc).__name__,
-            run_id=run_id,
-        )
+        failures.report(RESOLVER_RAISED, exc, where=_RESOLVE, run_id=run_id)
         return None
     if name is None:
         return None
     if not isinstance(name, str) or name not in tool_names:
+        returned_type = type(name).__qualname__
         failures.report(
-            RESOLVER_UNKNOWN_TOOL,
-            where="ForcedToolChoiceResolver.resolve",
-            returned_type=type(name).__qualname__,
-            run_id=run_id,
+            RESOLVER_UNKNOWN_TOOL, where=_RESOLVE, returned_type=returned_type, run_id=run_id
         )
         return None
     return name
@@ -126,12 +120,8 @@ class ToolBinding:
             try:
                 bound = self._model.bind_tools(self._tools, tool_choice=name)
             except Exception as exc:
-                self._failures.report(
-                    FORCED_BINDING_FAILED,
-                    where="bind_tools(tool_choice=...)",
-                    error_type=type(exc).__name__,
-                    run_id=run.run_id,
-                )
+                where = "bind_tools(tool_choice=...)"
+                self._failures.report(FORCED_BINDING_FAILED, exc, where=where, run_id=run.run_id)
                 run.forced_tool_choice = None
                 return self.default, None
             self._forced[name] = bound

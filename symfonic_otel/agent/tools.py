@@ -146,19 +146,16 @@ class ToolRunner:
         return result
 
     async def _started(self, run_id: str, call_id: str, name: str, args: Any) -> None:
-        dispatch = self._dispatch
-        if dispatch.tool_call_start:
-            await dispatch.emit(
-                dispatch.tool_call_start,
-                "on_tool_call_start",
-                ToolCallStartEvent(
-                    tool_call_id=call_id,
-                    tool_name=name,
-                    arguments=dict(args) if isinstance(args, dict) else args,
-                    phase="executing",
-                    run_id=run_id,
-                ),
-            )
+        await self._dispatch.send(
+            "on_tool_call_start",
+            lambda: ToolCallStartEvent(
+                tool_call_id=call_id,
+                tool_name=name,
+                arguments=dict(args) if isinstance(args, dict) else args,
+                phase="executing",
+                run_id=run_id,
+            ),
+        )
 
     async def _finished(
         self,
@@ -168,20 +165,17 @@ class ToolRunner:
         result: ToolMessage,
         error_type: str | None = None,
     ) -> None:
-        dispatch = self._dispatch
-        if dispatch.tool_result:
-            await dispatch.emit(
-                dispatch.tool_result,
-                "on_tool_result",
-                ToolResultEvent(
-                    tool_call_id=call_id,
-                    tool_name=name,
-                    result=flatten_content_blocks(result.content) or "",
-                    is_error=result.status == "error",
-                    run_id=run_id,
-                    error_type=error_type,
-                ),
-            )
+        await self._dispatch.send(
+            "on_tool_result",
+            lambda: ToolResultEvent(
+                tool_call_id=call_id,
+                tool_name=name,
+                result=flatten_content_blocks(result.content) or "",
+                is_error=result.status == "error",
+                run_id=run_id,
+                error_type=error_type,
+            ),
+        )
 
     async def _invoke(self, name: str, call_id: str, call: Any) -> tuple[ToolMessage, str | None]:
         """The call's result, and the type of the exception the tool raised, if it raised."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -65,7 +64,6 @@ class SymfonicAgentFramework(BookAdapter):
 
     def __init__(self, **options: Unpack[BookOptions]) -> None:
         super().__init__(**options)
-        self._ids = itertools.count(1)
         self._forced: OrderedDict[str, str] = OrderedDict()  # run id -> its forced answer's text
         self.middleware: list[Any] = [_Agent(self), _Chat(self), _Function(self)]
 
@@ -76,7 +74,7 @@ class SymfonicAgentFramework(BookAdapter):
     # --- runs ------------------------------------------------------------------------------------
 
     def _start(self, context: AgentContext) -> str:
-        run_id = f"maf-{next(self._ids)}"
+        run_id = self._next_id("maf")
         name = getattr(context.agent, "name", None)
         state = getattr(context.session, "state", None)
         query = context.messages[-1].text if context.messages else ""
@@ -202,7 +200,7 @@ class _Function(FunctionMiddleware):
 
     async def process(self, context: FunctionInvocationContext, call_next: Next) -> None:
         adapter, book = self._adapter, self._adapter._book
-        run_id, call_id = _CURRENT.get(), f"maf-tool-{next(adapter._ids)}"
+        run_id, call_id = _CURRENT.get(), adapter._next_id("maf-tool")
         name = getattr(context.function, "name", "")
         arguments = context.arguments
         args = arguments.model_dump() if hasattr(arguments, "model_dump") else dict(arguments)

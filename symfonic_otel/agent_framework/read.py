@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final
 
-from symfonic_otel.invocation import Turn
+from symfonic_otel.invocation import Turn, token_counts
 
 __all__ = ["response_text", "turn_of", "usage_of"]
 
@@ -41,11 +40,4 @@ def response_text(response: object) -> str | None:
 
 def usage_of(response: object) -> dict[str, int]:
     usage = getattr(response, "usage_details", None)
-    if not isinstance(usage, Mapping):
-        return {}
-    pairs = (("input_tokens", "input_token_count"), ("output_tokens", "output_token_count"))
-    return {
-        ours: value
-        for ours, theirs in pairs
-        if isinstance(value := usage.get(theirs), int) and not isinstance(value, bool)
-    }
+    return token_counts(usage, "input_token_count", "output_token_count")

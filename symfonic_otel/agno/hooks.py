@@ -26,7 +26,6 @@ The tenant is the ``tenant_scope`` around the run, else the run's ``metadata`` o
 from __future__ import annotations
 
 import inspect
-import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final, Unpack
 
@@ -61,7 +60,6 @@ class SymfonicAgno(BookAdapter):
 
     def __init__(self, **options: Unpack[BookOptions]) -> None:
         super().__init__(**options)
-        self._call_ids = itertools.count(1)
         self._guarded: dict[type[Model], type[Model]] = {}  # a model class -> its guarded one
 
     def close(self) -> None:
@@ -157,7 +155,7 @@ class SymfonicAgno(BookAdapter):
         arguments: dict[str, Any],
     ) -> Any:
         """Agno's tool middleware: the call runs inside, its exception passes unchanged."""
-        call_id = f"agno-{next(self._call_ids)}"
+        call_id = self._next_id("agno")
         self._book.guard(
             "tool_start", self._tool_start, run_context, agent, function_name, call_id, arguments
         )

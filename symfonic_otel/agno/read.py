@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from symfonic_otel.invocation import Turn
+from symfonic_otel.invocation import Turn, token_counts
 
 __all__ = ["answer_of", "run_turns", "tool_call_count", "tool_calls_of", "turn_of", "usage_of"]
 
@@ -43,15 +43,8 @@ def turn_of(message: object) -> Turn:
 
 
 def usage_of(message: object) -> dict[str, int]:
-    metrics = getattr(message, "metrics", None)
-    pairs = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"))
-    return {
-        ours: value
-        for ours, theirs in pairs
-        if isinstance(value := getattr(metrics, theirs, None), int)
-        and not isinstance(value, bool)
-        and value > 0
-    }
+    counts = token_counts(getattr(message, "metrics", None), "input_tokens", "output_tokens")
+    return {name: value for name, value in counts.items() if value > 0}
 
 
 def answer_of(content: object) -> str:

@@ -24,7 +24,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import Any, Final, Unpack
+from typing import Any, Final
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -36,7 +36,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk.types import HookContext, HookEvent, HookInput, HookJSONOutput, Message
 
 from symfonic_otel.claude_agent_sdk.read import Verdict, turn_of, usage_of, verdict_of
-from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
+from symfonic_otel.invocation.adapter import BookAdapter
 
 __all__ = ["RecordedSession", "SymfonicRecorder"]
 
@@ -51,10 +51,6 @@ class SymfonicRecorder(BookAdapter):
     """
 
     adapter_name = _NAME
-
-    def __init__(self, **options: Unpack[BookOptions]) -> None:
-        super().__init__(**options)
-        self.sequence = 0
 
     def session(
         self, options: ClaudeAgentOptions | None = None, *, name: str = "claude"
@@ -117,8 +113,7 @@ class RecordedSession:
     # --- the run ---------------------------------------------------------------------------------
 
     def _start(self, prompt: str) -> None:
-        self._recorder.sequence += 1
-        run_id = f"claude-agent-sdk-{self._recorder.sequence}"
+        run_id = self._recorder._next_id("claude-agent-sdk")
         run = self._book.start(run_id, self._name, query=prompt)
         self._run_id = run_id if run is not None else None
         self._blocks, self._ended_ns, self._result = [], None, None

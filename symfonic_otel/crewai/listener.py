@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Unpack
 
 from crewai.events import crewai_event_bus
@@ -66,17 +67,18 @@ class SymfonicListener(BookAdapter):
     def __init__(self, **options: Unpack[BookOptions]) -> None:
         super().__init__(**options)
         self._tenants: OrderedDict[int, str] = OrderedDict()  # crew -> its kickoff's tenant
+        on = self._on
         self._handlers: list[tuple[type[Any], Any]] = [
             (CrewKickoffStartedEvent, self._on_kickoff),
-            (AgentExecutionStartedEvent, self._on_agent_start),
-            (AgentExecutionCompletedEvent, self._on_agent_end),
-            (AgentExecutionErrorEvent, self._on_agent_end),
-            (LLMCallStartedEvent, self._on_llm_start),
-            (LLMCallCompletedEvent, self._on_llm_end),
-            (LLMCallFailedEvent, self._on_llm_end),
-            (ToolUsageStartedEvent, self._on_tool_start),
-            (ToolUsageFinishedEvent, self._on_tool_end),
-            (ToolUsageErrorEvent, self._on_tool_end),
+            (AgentExecutionStartedEvent, on("agent_start", self._start)),
+            (AgentExecutionCompletedEvent, on("agent_end", self._end)),
+            (AgentExecutionErrorEvent, on("agent_end", self._end)),
+            (LLMCallStartedEvent, on("llm_start", self._llm_start)),
+            (LLMCallCompletedEvent, on("llm_end", self._llm_end)),
+            (LLMCallFailedEvent, on("llm_end", self._llm_end)),
+            (ToolUsageStartedEvent, on("tool_start", self._tool_start)),
+            (ToolUsageFinishedEvent, on("tool_end", self._tool_end)),
+            (ToolUsageErrorEvent, on("tool_end", self._tool_end)),
         ]
         for event_type, handler_fn in self._handlers:
             crewai_event_bus.on(event_type)(handler_fn)
@@ -92,23 +94,13 @@ class SymfonicListener(BookAdapter):
     async def _on_kickoff(self, source: Any, event: CrewKickoffStartedEvent) -> None:
         self._book.guard("crew_kickoff", self._kickoff, source, event)
 
-    async def _on_agent_start(self, source: Any, event: AgentExecutionStartedEvent) -> None:
-        self._book.guard("agent_start", self._start, event)
+    def _on(self, kind: str, work: Callable[[Any], None]) -> Callable[[Any, Any], Awaitable[None]]:
+        """A bus handler doing ``work(event)`` guarded as ``kind`` (the source unused)."""
 
-    async def _on_agent_end(self, source: Any, event: Any) -> None:
-        self._book.guard("agent_end", self._end, event)
+        async def handle(source: Any, event: Any) -> None:
+            self._book.guard(kind, work, event)
 
-    async def _on_llm_start(self, source: Any, event: LLMCallStartedEvent) -> None:
-        self._book.guard("llm_start", self._llm_start, event)
-
-    async def _on_llm_end(self, source: Any, event: Any) -> None:
-        self._book.guard("llm_end", self._llm_end, event)
-
-    async def _on_tool_start(self, source: Any, event: ToolUsageStartedEvent) -> None:
-        self._book.guard("tool_start", self._tool_start, event)
-
-    async def _on_tool_end(self, source: Any, event: Any) -> None:
-        self._book.guard("tool_end", self._tool_end, event)
+        return handle
 
     # --- runs ------------------------------------------------------------------------------------
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from symfonic_otel.export.prometheus import bind_hint
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.read.content import resolve_capture
+from symfonic_otel.read.sanitise import is_real
 
 __all__ = ["DemoError", "DemoOptions", "run_demo"]
 
@@ -105,12 +105,7 @@ def _whole(flag: str, value: object, *, minimum: int | None, maximum: int | None
 
 
 def _positive(flag: str, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not is_real(value) or value <= 0:
         raise ValueError(f"{flag} must be a positive, finite number, got {value!r}")
 
 

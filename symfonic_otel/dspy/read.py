@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from symfonic_otel.invocation import Turn
+from symfonic_otel.invocation import Turn, token_counts
 
 __all__ = ["answer_of", "call_kwargs", "lm_turn", "lm_usage"]
 
@@ -51,15 +51,5 @@ def lm_usage(instance: object, messages: object) -> dict[str, int]:
         return {}
     for entry in reversed(history[-_HISTORY_LOOKBACK:]):
         if isinstance(entry, Mapping) and entry.get("messages") is messages:
-            usage = entry.get("usage")
-            return _tokens(usage) if isinstance(usage, Mapping) else {}
+            return token_counts(entry.get("usage"), "prompt_tokens", "completion_tokens")
     return {}
-
-
-def _tokens(usage: Mapping[str, Any]) -> dict[str, int]:
-    pairs = (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"))
-    return {
-        ours: value
-        for ours, theirs in pairs
-        if isinstance(value := usage.get(theirs), int) and not isinstance(value, bool)
-    }

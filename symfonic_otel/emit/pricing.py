@@ -8,10 +8,11 @@ marks it ``symfonic.llm.pricing_unknown`` and records no cost rather than guess 
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from symfonic_otel.read.sanitise import is_real
 
 
 @dataclass(frozen=True)
@@ -42,12 +43,7 @@ class ModelPrice:
             value = getattr(self, name)
             if value is None and name.startswith("cache_"):
                 continue
-            if (
-                not isinstance(value, int | float)
-                or isinstance(value, bool)
-                or not math.isfinite(value)
-                or value < 0
-            ):
+            if not is_real(value) or value < 0:
                 raise ValueError(f"ModelPrice.{name} must be a non-negative number, got {value!r}")
 
     def cost(

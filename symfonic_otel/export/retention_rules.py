@@ -10,7 +10,6 @@ structure; no text is ever interpreted.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -20,6 +19,7 @@ from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv
 from symfonic_otel.environment import read_number
+from symfonic_otel.read.sanitise import is_real
 
 DEFAULT_HEALTHY_TRACE_RATIO: Final = 1.0
 _KEPT_OUTCOMES: Final = frozenset({"error", "cancelled", "abandoned"})
@@ -52,12 +52,7 @@ _EVENT_OVERHEAD_BYTES: Final = 400
 
 def check_ratio(value: object, option: str = "healthy_trace_ratio") -> float:
     """``value`` as a ratio in [0, 1]; a ``ValueError`` naming ``option`` otherwise."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not 0.0 <= value <= 1.0
-    ):
+    if not is_real(value) or not 0.0 <= value <= 1.0:
         raise ValueError(
             f"{option} must be a number from 0.0 to 1.0 (the share of healthy runs' traces "
             f"exported; 1.0 keeps every trace), got {value!r}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Final
 
-from symfonic_otel.invocation import Turn
+from symfonic_otel.invocation import Turn, token_counts
 
 __all__ = ["content_text", "finish_reason", "turn_of", "usage_of"]
 
@@ -49,9 +49,4 @@ def turn_of(response: object) -> Turn:
 
 def usage_of(response: object) -> dict[str, int]:
     usage = getattr(response, "usage_metadata", None)
-    pairs = (("input_tokens", "prompt_token_count"), ("output_tokens", "candidates_token_count"))
-    return {
-        ours: value
-        for ours, theirs in pairs
-        if isinstance(value := getattr(usage, theirs, None), int) and not isinstance(value, bool)
-    }
+    return token_counts(usage, "prompt_token_count", "candidates_token_count")

@@ -13,6 +13,7 @@ their own.
 from __future__ import annotations
 
 from symfonic_otel.invocation.book import RunBook
+from symfonic_otel.invocation.calls import token_counts
 from symfonic_otel.invocation.guard import Guard
 from symfonic_otel.invocation.loops import loop_handler, positive
 from symfonic_otel.invocation.runs import FrameworkRun, RunIndex
@@ -35,4 +36,5 @@ __all__ = [
     "positive",
     "shape_bail",
     "tenant_in",
+    "token_counts",
 ]

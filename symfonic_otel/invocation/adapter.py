@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import ClassVar, TypedDict
 
 from symfonic_otel.core.loops import DEFAULT_LOOP_THRESHOLD, DEFAULT_RUNAWAY_CALLS
@@ -45,15 +46,19 @@ class BookAdapter:
         name = self.adapter_name
         core = loop_handler(name, handler, loop_threshold, runaway_calls)
         self._book = RunBook(core, name, max_open_runs, max_keys=self.max_keys)
+        self._serials = itertools.count(1)
+
+    def _next_id(self, prefix: str) -> str:
+        """``prefix-N``, N counting every id the adapter made: the run and call ids it names
+        itself are unique to it (``next`` on a count is atomic, so threads need no lock)."""
+        return f"{prefix}-{next(self._serials)}"
 
     @property
     def handler(self) -> OTelCallbackHandler:
         """The core handler the adapter records through (shared or its own)."""
         return self._book.handler
 
-    @property
-    def core(self) -> OTelCallbackHandler:
-        return self._book.handler
+    core = handler  # the same handler under the name every adapter shows it by
 
     @property
     def open_runs(self) -> int:

@@ -20,7 +20,7 @@ from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.invocation.runs import FrameworkRun
 from symfonic_otel.invocation.turns import Turn
 
-__all__ = ["MAX_CALL_STARTS", "CallFacts", "HeldCall", "record_call"]
+__all__ = ["MAX_CALL_STARTS", "CallFacts", "HeldCall", "record_call", "token_counts"]
 
 MAX_CALL_STARTS: Final = 256
 
@@ -38,6 +38,18 @@ class CallFacts(TypedDict, total=False):
     response_id: object
     first_chunk_s: float | None
     attributes: Mapping[str, AttributeValue] | None
+
+
+def token_counts(usage: object, input_name: str, output_name: str) -> dict[str, int]:
+    """A call's ``usage`` (``input_tokens``, ``output_tokens``) from a framework's usage record,
+    which names them ``input_name`` and ``output_name``: keys of a mapping, else attributes. A
+    count that is missing or not an int is left out."""
+    counts: dict[str, int] = {}
+    for ours, theirs in (("input_tokens", input_name), ("output_tokens", output_name)):
+        value = usage.get(theirs) if isinstance(usage, Mapping) else getattr(usage, theirs, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            counts[ours] = value
+    return counts
 
 
 @dataclass(slots=True)

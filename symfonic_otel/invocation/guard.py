@@ -43,6 +43,14 @@ class Guard:
             self.report(kind, exc)
             return None
 
+    def hook(self, kind: str, work: Callable[..., Any]) -> Callable[..., None]:
+        """``work`` as a framework's hook: every call runs it guarded as ``kind``."""
+
+        def hook(*args: Any) -> None:
+            self(kind, work, *args)
+
+        return hook
+
     def report(self, kind: str, exc: BaseException | None = None) -> None:
         """Count one failure (or dropped fact) of ``kind``; never raises."""
         label = f"{self._prefix}.{kind}"

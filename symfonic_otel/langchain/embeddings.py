@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry import context, trace
-from wrapt import FunctionWrapper
 
 from symfonic_otel import semconv
 from symfonic_otel.events import LLMEndEvent
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.langchain.extract import bounded
+from symfonic_otel.langchain.subclasses import SubclassMethods
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["EmbeddingsWrapper"]
@@ -61,87 +63,67 @@ def _run_tenant() -> str | None:
     return tenant if isinstance(tenant, str) and tenant else None
 
 
+@dataclass(slots=True)
+class _Call:
+    result: object = None
+
+
 class EmbeddingsWrapper:
     """Wraps and unwraps the embeddings methods; see the module docstring."""
 
     def __init__(self, core: OTelCallbackHandler, failures: FailureLog) -> None:
         self._core = core
         self._failures = failures
-        self._wrapped: list[tuple[type, str, object]] = []
-        self._hooked: type | None = None
+        wrappers = {
+            name: self._record_async if name in _ASYNC else self._record for name in _METHODS
+        }
+        self._methods = SubclassMethods(wrappers, failures, "langchain.embeddings_wrap")
 
     def install(self) -> None:
         try:
             from langchain_core.embeddings import Embeddings
         except Exception:  # no langchain-core embeddings: nothing to wrap
             return
-        pending = list(Embeddings.__subclasses__())
-        while pending:
-            cls = pending.pop()
-            pending.extend(cls.__subclasses__())
-            self._wrap_class(cls)
-        wrap_class = self._wrap_class
-
-        def init_subclass(cls: Any, /, **kwargs: Any) -> None:
-            super(Embeddings, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
-            wrap_class(cls)
-
-        Embeddings.__init_subclass__ = classmethod(init_subclass)  # type: ignore[assignment]
-        self._hooked = Embeddings
+        # The base class's own async methods (a thread running the sync one) stay unwrapped:
+        # the sync call they make is the one recorded.
+        self._methods.install(Embeddings, include_base=False)
 
     def uninstall(self) -> None:
-        if self._hooked is not None:
-            if "__init_subclass__" in self._hooked.__dict__:
-                delattr(self._hooked, "__init_subclass__")
-            self._hooked = None
-        for cls, name, original in reversed(self._wrapped):
-            setattr(cls, name, original)
-        self._wrapped.clear()
-
-    def _wrap_class(self, cls: type) -> None:
-        for name in _METHODS:
-            original = cls.__dict__.get(name)
-            if original is None or isinstance(original, FunctionWrapper):
-                continue
-            if getattr(original, "__isabstractmethod__", False):
-                continue
-            record = self._record_async if name in _ASYNC else self._record
-            setattr(cls, name, FunctionWrapper(original, record))
-            self._wrapped.append((cls, name, original))
+        self._methods.uninstall()
 
     # --- wrappers -----------------------------------------------------------------------------
 
     def _record(self, wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
         if _INSIDE.get():
             return wrapped(*args, **kwargs)
-        token = _INSIDE.set(True)
-        started = time.time_ns()
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            self._end(instance, args, None, started, exc)
-            raise
-        finally:
-            _INSIDE.reset(token)
-        self._end(instance, args, result, started, None)
-        return result
+        with self._outermost(instance, args) as call:
+            call.result = wrapped(*args, **kwargs)
+        return call.result
 
     async def _record_async(
         self, wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any
     ) -> Any:
         if _INSIDE.get():
             return await wrapped(*args, **kwargs)
+        with self._outermost(instance, args) as call:
+            call.result = await wrapped(*args, **kwargs)
+        return call.result
+
+    @contextmanager
+    def _outermost(self, instance: object, args: Any) -> Iterator[_Call]:
+        """The outermost call, sync or async: calls it makes are not recorded again, and it is
+        recorded when it ends, with the result set on the yielded ``_Call`` or what it raised."""
         token = _INSIDE.set(True)
         started = time.time_ns()
+        call = _Call()
         try:
-            result = await wrapped(*args, **kwargs)
+            yield call
         except BaseException as exc:
             self._end(instance, args, None, started, exc)
             raise
         finally:
             _INSIDE.reset(token)
-        self._end(instance, args, result, started, None)
-        return result
+        self._end(instance, args, call.result, started, None)
 
     def _end(
         self,

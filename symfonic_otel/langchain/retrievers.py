@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from opentelemetry import context
-from wrapt import FunctionWrapper
 
 from symfonic_otel.langchain.callbacks import LangChainCallbackHandler
+from symfonic_otel.langchain.subclasses import SubclassMethods
 from symfonic_otel.logs import FailureLog
 
 __all__ = ["RetrieverBodies", "recorder_of"]
@@ -83,53 +83,13 @@ class RetrieverBodies:
     """Wraps and unwraps the retriever bodies; see the module docstring."""
 
     def __init__(self, handler: LangChainCallbackHandler, failures: FailureLog) -> None:
-        self._wrappers = {name: _BodyInContext(handler, is_async) for name, is_async in _BODIES}
-        self._failures = failures
-        self._wrapped: list[tuple[type, str, object]] = []
-        self._hooked: tuple[type, object] | None = None
+        wrappers = {name: _BodyInContext(handler, is_async) for name, is_async in _BODIES}
+        self._methods = SubclassMethods(wrappers, failures, "langchain.retriever_body")
 
     def install(self) -> None:
         from langchain_core.retrievers import BaseRetriever
 
-        pending: list[type] = [BaseRetriever]
-        while pending:
-            cls = pending.pop()
-            pending.extend(cls.__subclasses__())
-            self._wrap_class(cls)
-        original = BaseRetriever.__dict__.get("__init_subclass__")
-        wrap_class = self._wrap_class
-
-        def init_subclass(cls: Any, /, **kwargs: Any) -> None:
-            if isinstance(original, classmethod):  # LangChain's own: reads the body's signature
-                original.__get__(None, cls)(**kwargs)
-            else:
-                super(BaseRetriever, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
-            wrap_class(cls)
-
-        BaseRetriever.__init_subclass__ = classmethod(init_subclass)  # type: ignore[assignment]
-        self._hooked = (BaseRetriever, original)
+        self._methods.install(BaseRetriever)
 
     def uninstall(self) -> None:
-        if self._hooked is not None:
-            base, original = self._hooked
-            if original is not None:
-                base.__init_subclass__ = original  # type: ignore[assignment]
-            elif "__init_subclass__" in base.__dict__:
-                delattr(base, "__init_subclass__")
-            self._hooked = None
-        for cls, name, body in reversed(self._wrapped):
-            setattr(cls, name, body)
-        self._wrapped.clear()
-
-    def _wrap_class(self, cls: type) -> None:
-        try:
-            for name, wrapper in self._wrappers.items():
-                body = cls.__dict__.get(name)
-                if body is None or isinstance(body, FunctionWrapper):
-                    continue
-                if getattr(body, "__isabstractmethod__", False):
-                    continue
-                setattr(cls, name, FunctionWrapper(body, wrapper))
-                self._wrapped.append((cls, name, body))
-        except Exception as exc:  # a class we cannot wrap still works, without the context
-            self._failures.report("langchain.retriever_body", exc)
+        self._methods.uninstall()

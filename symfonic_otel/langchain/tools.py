@@ -10,7 +10,7 @@ documents; the document count is always set.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.context import Context
@@ -21,6 +21,7 @@ from symfonic_otel import semconv
 from symfonic_otel.langchain import errors
 from symfonic_otel.langchain.attributes import agent_name, conversation_id, tool_failed
 from symfonic_otel.langchain.base import Part, in_span
+from symfonic_otel.langchain.errors import ErrorKind
 from symfonic_otel.langchain.extract import RunKey, bounded, tenant
 from symfonic_otel.langchain.state import SpanClaim
 from symfonic_otel.read import content_json as messages
@@ -110,6 +111,10 @@ class ToolCalls(Part):
             self._end_spans(self._tree.evict_loose_spans())
         return claim
 
+    def _loose_tenant(self, claim: SpanClaim, what: str, metadata: Mapping[str, Any]) -> str | None:
+        """The tenant a span outside any run names in its metadata; a run's span is its run's."""
+        return None if claim.agent is not None else self._read(what, tenant, metadata, None)
+
     # --- tools --------------------------------------------------------------------------------
 
     def start_tool(
@@ -139,11 +144,7 @@ class ToolCalls(Part):
                 claim.agent.run_id if claim.agent is not None else "",
                 name,
                 call_id=call_id,
-                tenant_id=(
-                    None
-                    if claim.agent is not None
-                    else self._read("tool_metadata", tenant, metadata, None)
-                ),
+                tenant_id=self._loose_tenant(claim, "tool_metadata", metadata),
                 parent=where,
                 attributes=attributes,
                 arguments=inputs if isinstance(inputs, Mapping) else input_str,
@@ -151,26 +152,34 @@ class ToolCalls(Part):
 
         self._start_span(key, parent, current, start)
 
-    def end_tool(self, key: RunKey, output: object, error: BaseException | None) -> None:
+    def _end_span(
+        self, key: RunKey, error: BaseException | None, finish: Callable[[Span, ErrorKind], None]
+    ) -> None:
+        """End the run's span, if it has one, with ``finish(span, kind)`` (how the run ended)."""
         kind = errors.classify(error)
         span = self._tree.end_span(key, interrupted=kind == "interrupt")
-        if span is None:
-            return
-        error_type = errors.error_type(error, kind)
-        attributes: dict[str, AttributeValue] | None = None
-        if kind == "ok":
-            if self._read("tool_status", tool_failed, output, False):
-                error_type = semconv.TOOL_ERROR_TYPE
-            if self._core.capture_content:
-                attributes = self._read(
-                    "tool_output",
-                    lambda out: _captured(semconv.GEN_AI_TOOL_CALL_RESULT, _result(out)),
-                    output,
-                    None,
-                )
-        if kind == "cancelled":  # cancelled mid-call: it never finished
-            attributes = {**(attributes or {}), semconv.STEP_UNFINISHED: True}
-        self._core.end_tool(span, error_type=error_type, attributes=attributes)
+        if span is not None:
+            finish(span, kind)
+
+    def end_tool(self, key: RunKey, output: object, error: BaseException | None) -> None:
+        def finish(span: Span, kind: ErrorKind) -> None:
+            error_type = errors.error_type(error, kind)
+            attributes: dict[str, AttributeValue] | None = None
+            if kind == "ok":
+                if self._read("tool_status", tool_failed, output, False):
+                    error_type = semconv.TOOL_ERROR_TYPE
+                if self._core.capture_content:
+                    attributes = self._read(
+                        "tool_output",
+                        lambda out: _captured(semconv.GEN_AI_TOOL_CALL_RESULT, _result(out)),
+                        output,
+                        None,
+                    )
+            if kind == "cancelled":  # cancelled mid-call: it never finished
+                attributes = {**(attributes or {}), semconv.STEP_UNFINISHED: True}
+            self._core.end_tool(span, error_type=error_type, attributes=attributes)
+
+        self._end_span(key, error, finish)
 
     # --- retrievers ---------------------------------------------------------------------------
 
@@ -209,35 +218,32 @@ class ToolCalls(Part):
                 span_name,
                 run_id=claim.agent.run_id if claim.agent is not None else None,
                 parent=where,
-                tenant_id=(
-                    None
-                    if claim.agent is not None
-                    else self._read("retriever_tenant", tenant, metadata, None)
-                ),
+                tenant_id=self._loose_tenant(claim, "retriever_tenant", metadata),
                 attributes=attributes,
             )
 
         self._start_span(key, parent, current, start)
 
     def end_retriever(self, key: RunKey, documents: object, error: BaseException | None) -> None:
-        kind = errors.classify(error)
-        span = self._tree.end_span(key, interrupted=kind == "interrupt")
-        if span is None:
-            return
-        attributes: dict[str, AttributeValue] = {}
-        if kind == "ok" and isinstance(documents, Sequence) and not isinstance(documents, str):
-            attributes[semconv.RETRIEVAL_DOCUMENT_COUNT] = len(documents)
-            if self._core.capture_content:
-                attributes.update(
-                    self._read(
-                        "retriever_output",
-                        lambda docs: _captured(
-                            semconv.GEN_AI_RETRIEVAL_DOCUMENTS, messages.documents_json(docs)
-                        ),
-                        documents,
-                        attributes,
+        def finish(span: Span, kind: ErrorKind) -> None:
+            attributes: dict[str, AttributeValue] = {}
+            if kind == "ok" and isinstance(documents, Sequence) and not isinstance(documents, str):
+                attributes[semconv.RETRIEVAL_DOCUMENT_COUNT] = len(documents)
+                if self._core.capture_content:
+                    attributes.update(
+                        self._read(
+                            "retriever_output",
+                            lambda docs: _captured(
+                                semconv.GEN_AI_RETRIEVAL_DOCUMENTS, messages.documents_json(docs)
+                            ),
+                            documents,
+                            attributes,
+                        )
                     )
-                )
-        if kind == "cancelled":
-            attributes[semconv.STEP_UNFINISHED] = True
-        self._core.end_call(span, error_type=errors.error_type(error, kind), attributes=attributes)
+            if kind == "cancelled":
+                attributes[semconv.STEP_UNFINISHED] = True
+            self._core.end_call(
+                span, error_type=errors.error_type(error, kind), attributes=attributes
+            )
+
+        self._end_span(key, error, finish)

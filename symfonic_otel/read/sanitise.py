@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from opentelemetry.util.types import AttributeValue
 
@@ -34,6 +34,11 @@ MAX_CALL_MS: Final = 86_400_000.0
 
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
 _DIGEST_BYTES: Final = 12
+
+
+def is_real(value: object) -> TypeGuard[int | float]:
+    """A finite int or float and not a bool: what an option taking a number may be given."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def clean_text(value: str, max_bytes: int) -> str:

@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final, Unpack
+from typing import Any, Final
 
 from semantic_kernel import Kernel
 from semantic_kernel.filters import (
@@ -37,8 +37,8 @@ from semantic_kernel.filters import (
 from semantic_kernel.functions.kernel_function_from_prompt import KernelFunctionFromPrompt
 
 from symfonic_otel import semconv
-from symfonic_otel.invocation import tenant_in
-from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
+from symfonic_otel.invocation import FrameworkRun, tenant_in
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.semantic_kernel.read import (
     attempt_cap,
     message_with,
@@ -83,10 +83,6 @@ class SymfonicFilters(BookAdapter):
     """
 
     adapter_name = _NAME
-
-    def __init__(self, **options: Unpack[BookOptions]) -> None:
-        super().__init__(**options)
-        self._sequence = 0
 
     def register(self, kernel: Kernel) -> Kernel:
         """Add both filters to ``kernel`` (returned, for chaining)."""
@@ -161,8 +157,7 @@ class SymfonicFilters(BookAdapter):
     # --- runs ------------------------------------------------------------------------------------
 
     def _start(self, context: FunctionInvocationContext) -> _Invocation | None:
-        self._sequence += 1
-        run_id = f"semantic-kernel-{self._sequence}"
+        run_id = self._next_id("semantic-kernel")
         name = context.function.name
         run = self._book.start(
             run_id, name if isinstance(name, str) else "", tenant=tenant_in(context.arguments)
@@ -185,7 +180,11 @@ class SymfonicFilters(BookAdapter):
         if invocation.terminated or results_text(messages) is not None:  # function results
             self._terminated(invocation, messages)
             return
-        capped = self._capped(invocation, run.calls)
+        self._reply(run, messages, capped=self._capped(invocation, run.calls))
+
+    def _reply(self, run: FrameworkRun, messages: list[Any], *, capped: bool = False) -> None:
+        """The final request's reply ``messages`` end the run: its last model call (the forced
+        final answer when ``capped``), then the answer."""
         turn = turn_of(messages)
         self._book.model_call(
             run,
@@ -258,15 +257,7 @@ class SymfonicFilters(BookAdapter):
         if capped:
             self._book.end(run.run_id, "capped")  # the streaming loop makes no final request
             return
-        turn = turn_of(chunks)
-        self._book.model_call(
-            run,
-            turn,
-            model=_model_of(chunks),
-            usage=usage_of(chunks),
-            started_ns=run.model_started_ns,
-        )
-        self._book.end(run.run_id, "answered", answer=turn.text)
+        self._reply(run, chunks)
 
     # --- tools and the requests that called them ------------------------------------------------
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Final, Unpack
+from typing import Any, Final
 
 from strands.hooks import (
     AfterInvocationEvent,
@@ -33,7 +33,7 @@ from strands.hooks import (
 )
 
 from symfonic_otel.invocation import FrameworkRun, tenant_in
-from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
+from symfonic_otel.invocation.adapter import BookAdapter
 from symfonic_otel.strands.read import message_text, turn_of, usage_of
 
 __all__ = ["SymfonicHooks"]
@@ -61,33 +61,23 @@ class SymfonicHooks(BookAdapter):
 
     adapter_name = _NAME
 
-    def __init__(self, **options: Unpack[BookOptions]) -> None:
-        super().__init__(**options)
-        self._sequence = 0
-
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
-        registry.add_callback(BeforeInvocationEvent, self._on_before_invocation)
-        registry.add_callback(AfterInvocationEvent, self._on_after_invocation)
-        registry.add_callback(BeforeModelCallEvent, self._on_before_model)
-        registry.add_callback(AfterModelCallEvent, self._on_after_model)
-        registry.add_callback(BeforeToolCallEvent, self._on_before_tool)
-        registry.add_callback(AfterToolCallEvent, self._on_after_tool)
+        hook = self._book.guard.hook
+        registry.add_callback(BeforeInvocationEvent, hook("before_invocation", self._start))
+        registry.add_callback(AfterInvocationEvent, hook("after_invocation", self._end))
+        registry.add_callback(BeforeModelCallEvent, hook("before_model", self._model_start))
+        registry.add_callback(AfterModelCallEvent, hook("after_model", self._model_end))
+        registry.add_callback(BeforeToolCallEvent, hook("before_tool", self._tool_start))
+        registry.add_callback(AfterToolCallEvent, hook("after_tool", self._tool_end))
 
     # --- invocations ---------------------------------------------------------------------------
 
-    def _on_before_invocation(self, event: BeforeInvocationEvent) -> None:
-        self._book.guard("before_invocation", self._start, event)
-
-    def _on_after_invocation(self, event: AfterInvocationEvent) -> None:
-        self._book.guard("after_invocation", self._end, event)
-
     def _start(self, event: BeforeInvocationEvent) -> None:
         agent = event.agent
-        self._sequence += 1
         name = getattr(agent, "name", None)
         # Strands runs one invocation per agent at a time: the agent names its run.
         self._book.start(
-            f"strands-{id(agent):x}-{self._sequence}",
+            self._next_id(f"strands-{id(agent):x}"),
             name if isinstance(name, str) else "",
             tenant=tenant_in(event.invocation_state),
             query=_query(event.messages),
@@ -119,12 +109,6 @@ class SymfonicHooks(BookAdapter):
     def _run_of(self, event: Any) -> FrameworkRun | None:
         return self._book.bound(id(event.agent))
 
-    def _on_before_model(self, event: BeforeModelCallEvent) -> None:
-        self._book.guard("before_model", self._model_start, event)
-
-    def _on_after_model(self, event: AfterModelCallEvent) -> None:
-        self._book.guard("after_model", self._model_end, event)
-
     def _model_start(self, event: BeforeModelCallEvent) -> None:
         run = self._run_of(event)
         if run is not None:
@@ -153,12 +137,6 @@ class SymfonicHooks(BookAdapter):
         run.model_started_ns = None
 
     # --- tools ------------------------------------------------------------------------------
-
-    def _on_before_tool(self, event: BeforeToolCallEvent) -> None:
-        self._book.guard("before_tool", self._tool_start, event)
-
-    def _on_after_tool(self, event: AfterToolCallEvent) -> None:
-        self._book.guard("after_tool", self._tool_end, event)
 
     def _tool_start(self, event: BeforeToolCallEvent) -> None:
         run = self._run_of(event)

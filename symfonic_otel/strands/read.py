@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from symfonic_otel.invocation import Turn
+from symfonic_otel.invocation import Turn, token_counts
 
 __all__ = ["message_text", "turn_of", "usage_of"]
 
@@ -40,11 +40,4 @@ def turn_of(message: object, stop_reason: object) -> Turn:
 def usage_of(message: object) -> dict[str, int]:
     metadata = message.get("metadata") if isinstance(message, Mapping) else None
     usage = metadata.get("usage") if isinstance(metadata, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return {}
-    pairs = (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"))
-    return {
-        ours: value
-        for ours, theirs in pairs
-        if isinstance(value := usage.get(theirs), int) and not isinstance(value, bool)
-    }
+    return token_counts(usage, "inputTokens", "outputTokens")

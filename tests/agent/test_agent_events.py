@@ -165,6 +165,21 @@ async def test_dispatcher_skips_kinds_nobody_handles() -> None:
     assert CallbackDispatcher([object()]).llm_end == ()
 
 
+async def test_dispatcher_builds_an_event_only_for_a_kind_someone_handles() -> None:
+    built: list[str] = []
+
+    def make(kind: str) -> str:
+        built.append(kind)
+        return kind
+
+    recorder = Recorder()
+    dispatcher = CallbackDispatcher([recorder, object()])
+    await dispatcher.send("on_llm_end", lambda: make("on_llm_end"))
+    await dispatcher.send("on_text_delta", lambda: make("on_text_delta"))
+    assert built == ["on_llm_end"]
+    assert recorder.events == [("llm_end", "on_llm_end")]
+
+
 def test_run_sync_runs_and_refuses_inside_a_running_loop() -> None:
     model = ScriptedChatModel([turn("sync ok", finish="stop")])
     agent = ReactAgent(model, TOOLS)

@@ -293,3 +293,22 @@ def test_callbacks_alone_never_make_a_span_current(
     graph.compile().invoke({"messages": [("user", "hi")]}, config=cfg(lc))
     (app,) = by_name(telemetry.spans())["app work"]
     assert app.parent is None  # detach-safe: the callbacks path attaches nothing
+
+
+class FailingEmbedding(DeterministicFakeEmbedding):
+    def embed_query(self, text: str) -> list[float]:
+        raise ConnectionError("embedding service down")
+
+
+async def test_embeddings_async_is_one_call_and_a_failing_call_is_recorded(
+    telemetry: InMemoryTelemetry, instrumented: SymfonicLangChainInstrumentor
+) -> None:
+    # aembed_query delegates to embed_query: the outermost call only is recorded.
+    assert len(await DeterministicFakeEmbedding(size=8).aembed_query("q")) == 8
+    with pytest.raises(ConnectionError):
+        FailingEmbedding(size=8).embed_query("q")
+    done, failed = by_name(telemetry.spans())["embeddings"]
+    assert (done.attributes or {})[semconv.GEN_AI_EMBEDDINGS_DIMENSION_COUNT] == 8
+    assert done.status.status_code is not trace.StatusCode.ERROR
+    assert failed.status.status_code is trace.StatusCode.ERROR
+    assert (failed.attributes or {})[semconv.ERROR_TYPE] == "ConnectionError"
