@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import tracemalloc
 import urllib.request
-from collections.abc import Iterator
 from typing import Final
 
 import pytest
@@ -22,16 +21,7 @@ from symfonic_otel.emit.tenant_counters import TENANT_COUNTER_NAMES
 from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
 from symfonic_otel.export.setup import configure_telemetry
-
-
-class Clock:
-    """Monotonic seconds that only move when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.manual_clock import Clock
 
 
 def _run(handler: OTelCallbackHandler, tenant: str, run_id: str, bail: bool = False) -> None:
@@ -83,14 +73,6 @@ def _count_points(reader: InMemoryMetricReader) -> int:
         for metric in scope.metrics
         if metric.name in TENANT_COUNTER_NAMES
     )
-
-
-@pytest.fixture
-def sdk() -> Iterator[tuple[InMemoryMetricReader, MeterProvider]]:
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader], views=[cardinality_view()])
-    yield reader, provider
-    provider.shutdown()
 
 
 def test_the_default_idle_time_outlasts_the_longest_rule_window() -> None:

@@ -11,36 +11,18 @@ test clock.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
-from symfonic_otel.emit.budget import cardinality_view, series_budget
+from symfonic_otel.emit.budget import series_budget
 from symfonic_otel.emit.tenants import ActiveTenants
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
+from tests.support.manual_clock import Clock
 
 IDLE = 600.0
-
-
-class Clock:
-    """Monotonic seconds that only move when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def sdk() -> Iterator[tuple[InMemoryMetricReader, MeterProvider]]:
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader], views=[cardinality_view()])
-    yield reader, provider
-    provider.shutdown()
 
 
 def _points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[str, object], float]]:

@@ -22,8 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.export.setup import configure_telemetry
-from tests.emit.test_tenant_churn import Clock, _run
+from tests.emit.test_tenant_churn import _run
 from tests.support.exposition_traffic import parse, play_traffic, scrape
+from tests.support.manual_clock import Clock
 from tests.support.otlp_receiver import HttpOtlpReceiver, points_of
 from tests.support.prometheus_support import PrometheusServer, require_binary
 

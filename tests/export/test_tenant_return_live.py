@@ -17,18 +17,11 @@ from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, ReactLoopEndEvent
 from symfonic_otel.export.setup import configure_telemetry
 from tests.support.fleet_support import shortened_rules, silent_bail_pages
+from tests.support.manual_clock import Clock
 from tests.support.prometheus_support import PrometheusServer, require_binary
 
 RULES = Path(__file__).resolve().parents[2] / "dashboards" / "prometheus" / "symfonic-rules.yml"
 FACTOR = 120  # 1h -> 30 s, 5m -> 10 s (the floor), for: 2m -> 1 s
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _runs(handler: OTelCallbackHandler, prefix: str, count: int, bail_every: int = 0) -> None:

@@ -1,0 +1,20 @@
+"""Fixtures shared by the metric-emission tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from symfonic_otel.emit.budget import cardinality_view
+
+
+@pytest.fixture
+def sdk() -> Iterator[tuple[InMemoryMetricReader, MeterProvider]]:
+    """A real SDK meter provider with the package's cardinality view and an in-memory reader."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader], views=[cardinality_view()])
+    yield reader, provider
+    provider.shutdown()
