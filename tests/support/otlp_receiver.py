@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import grpc
 from google.protobuf.message import Message
@@ -35,6 +35,7 @@ from tests.support.wire_server import POLL_S
 
 ExportTraceServiceRequest = trace_service_pb2.ExportTraceServiceRequest
 ExportMetricsServiceRequest = metrics_service_pb2.ExportMetricsServiceRequest
+_Answer = TypeVar("_Answer", bound=Message)
 
 
 # --- decoding helpers ---------------------------------------------------------------------------
@@ -261,26 +262,29 @@ class OtlpReceiver:
         self.close()
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+class _Keeping:
+    """What both collector services do with a request: keep it with its metadata."""
+
     def __init__(self, store: _Store) -> None:
         self._store = store
 
+    def _keep(self, request: Message, context: grpc.ServicerContext, answer: _Answer) -> _Answer:
+        self._store.add(request, request.SerializeToString(), _metadata(context))
+        return answer
+
+
+class _TraceService(_Keeping, trace_service_pb2_grpc.TraceServiceServicer):
     def Export(  # gRPC's method name
         self, request: ExportTraceServiceRequest, context: grpc.ServicerContext
     ) -> trace_service_pb2.ExportTraceServiceResponse:
-        self._store.add(request, request.SerializeToString(), _metadata(context))
-        return trace_service_pb2.ExportTraceServiceResponse()
+        return self._keep(request, context, trace_service_pb2.ExportTraceServiceResponse())
 
 
-class _MetricsService(metrics_service_pb2_grpc.MetricsServiceServicer):
-    def __init__(self, store: _Store) -> None:
-        self._store = store
-
+class _MetricsService(_Keeping, metrics_service_pb2_grpc.MetricsServiceServicer):
     def Export(  # gRPC's method name
         self, request: ExportMetricsServiceRequest, context: grpc.ServicerContext
     ) -> metrics_service_pb2.ExportMetricsServiceResponse:
-        self._store.add(request, request.SerializeToString(), _metadata(context))
-        return metrics_service_pb2.ExportMetricsServiceResponse()
+        return self._keep(request, context, metrics_service_pb2.ExportMetricsServiceResponse())
 
 
 def _metadata(context: grpc.ServicerContext) -> dict[str, str]:
