@@ -138,23 +138,18 @@ class AlertmanagerServer(LoopbackDaemon):
     """Runs ``prometheus-alertmanager`` on a free 127.0.0.1 port with ``config``."""
 
     name = "alertmanager"
+    config_file = "alertmanager.yml"
 
     def __init__(self, workdir: Path, config: dict[str, Any]) -> None:
         super().__init__(workdir)
         self.config = config
 
+    def config_text(self) -> str:
+        return yaml.safe_dump(self.config, sort_keys=False)
+
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def config_path(self) -> Path:
-        return self.workdir / "alertmanager.yml"
-
-    def start(self, timeout_s: float = 30.0) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
-        self._launch(timeout_s)
 
     def command(self, port: int) -> list[str]:
         return [
