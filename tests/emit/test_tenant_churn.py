@@ -21,6 +21,7 @@ from symfonic_otel.emit.tenant_counters import TENANT_COUNTER_NAMES
 from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
 from symfonic_otel.export.setup import configure_telemetry
+from tests.support.configured_handler import handler_on
 from tests.support.manual_clock import Clock
 
 
@@ -142,12 +143,7 @@ def test_an_idle_tenant_vanishes_from_the_prometheus_endpoint() -> None:
     clock = Clock()
     telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
     try:
-        handler = OTelCallbackHandler(
-            tracer_provider=telemetry.tracer_provider,
-            meter_provider=telemetry.meter_provider,
-            tenant_idle_s=60.0,
-            clock=clock,
-        )
+        handler = handler_on(telemetry, tenant_idle_s=60.0, clock=clock)
         _run(handler, "gone", "g1", bail=True)
         _run(handler, "stays", "s1")
         url = f"http://127.0.0.1:{telemetry.prometheus_port}/metrics"

@@ -11,6 +11,7 @@ from symfonic_otel import semconv
 from symfonic_otel.emit.tenant_counters import TenantCounters
 from symfonic_otel.emit.tenant_hub import hub_for
 from symfonic_otel.emit.tenants import ActiveTenants
+from tests.support.manual_clock import Clock
 
 RUNS = semconv.AGENT_RUNS.name
 ACME = {semconv.TENANT_ID: "acme"}
@@ -28,29 +29,30 @@ def _runs(reader: InMemoryMetricReader) -> list[tuple[float, list[tuple[int, int
     ]
 
 
-def test_a_tenant_leaving_one_handler_twice_keeps_both_lives_in_the_sum() -> None:
-    clock = [0.0]
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader])
-    steady, coming_and_going = (
-        TenantCounters(ActiveTenants(idle_s=10, clock=lambda: clock[0]), 10) for _ in range(2)
-    )
-    hub = hub_for(provider)
-    hub.add_store(steady)
-    hub.add_store(coming_and_going)
-    try:
-        steady.add(RUNS, "acme", ACME, 1)
-        for value in (2, 3):  # two lives in the second handler, each seen, then gone
-            coming_and_going.add(RUNS, "acme", ACME, value)
-            assert _runs(reader)
-            clock[0] += 6
-            steady.add(RUNS, "acme", ACME, 1)  # acme stays active in the first handler
-            clock[0] += 6
-            assert [value for value, _ in _runs(reader)]  # the second handler's acme left
-            assert not coming_and_going.knows("acme") and steady.knows("acme")
-        assert [value for value, _ in _runs(reader)] == [1 + 2 + 1 + 3 + 1]
-    finally:
-        provider.shutdown()
+def _stores(provider: MeterProvider, clock: Clock, count: int = 2) -> list[TenantCounters]:
+    """The stores of ``count`` handlers on one provider; their tenants idle after 10 s."""
+    stores = [TenantCounters(ActiveTenants(idle_s=10, clock=clock), 10) for _ in range(count)]
+    for store in stores:
+        hub_for(provider).add_store(store)
+    return stores
+
+
+def test_a_tenant_leaving_one_handler_twice_keeps_both_lives_in_the_sum(
+    sdk: tuple[InMemoryMetricReader, MeterProvider],
+) -> None:
+    reader, provider = sdk
+    clock = Clock(now=0.0)
+    steady, coming_and_going = _stores(provider, clock)
+    steady.add(RUNS, "acme", ACME, 1)
+    for value in (2, 3):  # two lives in the second handler, each seen, then gone
+        coming_and_going.add(RUNS, "acme", ACME, value)
+        assert _runs(reader)
+        clock.now += 6
+        steady.add(RUNS, "acme", ACME, 1)  # acme stays active in the first handler
+        clock.now += 6
+        assert [value for value, _ in _runs(reader)]  # the second handler's acme left
+        assert not coming_and_going.knows("acme") and steady.knows("acme")
+    assert [value for value, _ in _runs(reader)] == [1 + 2 + 1 + 3 + 1]
 
 
 def test_the_sum_over_handlers_carries_the_latest_exemplar_of_any() -> None:
@@ -89,24 +91,18 @@ def test_what_the_store_reports_of_itself_is_what_it_holds() -> None:
     assert (store.series_count(RUNS), store.series_count()) == (1, 1)
 
 
-def test_an_expired_orphan_goes_and_the_live_handlers_stay() -> None:
-    clock = [0.0]
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader])
-    live, orphan = (
-        TenantCounters(ActiveTenants(idle_s=10, clock=lambda: clock[0]), 10) for _ in range(2)
-    )
-    for store in (live, orphan):
-        hub_for(provider).add_store(store)
-    try:
-        live.add(RUNS, "acme", ACME, 1)
-        orphan.add(RUNS, "globex", {semconv.TENANT_ID: "globex"}, 5)
-        orphan.orphan()  # its handler was collected: reported for one idle time more
-        clock[0] = 5
-        live.add(RUNS, "acme", ACME, 1)
-        assert sorted(value for value, _ in _runs(reader)) == [2, 5]
-        clock[0] = 11  # the orphan's idle time has passed; acme's has not
-        assert [value for value, _ in _runs(reader)] == [2]
-        assert hub_for(provider).stores == [live]
-    finally:
-        provider.shutdown()
+def test_an_expired_orphan_goes_and_the_live_handlers_stay(
+    sdk: tuple[InMemoryMetricReader, MeterProvider],
+) -> None:
+    reader, provider = sdk
+    clock = Clock(now=0.0)
+    live, orphan = _stores(provider, clock)
+    live.add(RUNS, "acme", ACME, 1)
+    orphan.add(RUNS, "globex", {semconv.TENANT_ID: "globex"}, 5)
+    orphan.orphan()  # its handler was collected: reported for one idle time more
+    clock.now = 5
+    live.add(RUNS, "acme", ACME, 1)
+    assert sorted(value for value, _ in _runs(reader)) == [2, 5]
+    clock.now = 11  # the orphan's idle time has passed; acme's has not
+    assert [value for value, _ in _runs(reader)] == [2]
+    assert hub_for(provider).stores == [live]

@@ -16,6 +16,7 @@ import yaml
 from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, ReactLoopEndEvent
 from symfonic_otel.export.setup import configure_telemetry
+from tests.support.configured_handler import handler_on
 from tests.support.fleet_support import shortened_rules, silent_bail_pages
 from tests.support.manual_clock import Clock
 from tests.support.prometheus_support import PrometheusServer, require_binary
@@ -46,12 +47,7 @@ def test_a_tenant_that_leaves_and_returns_pages_again(tmp_path: Path) -> None:
     clock = Clock()
     telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
     try:
-        handler = OTelCallbackHandler(
-            tracer_provider=telemetry.tracer_provider,
-            meter_provider=telemetry.meter_provider,
-            tenant_idle_s=60.0,
-            clock=clock,
-        )
+        handler = handler_on(telemetry, tenant_idle_s=60.0, clock=clock)
         target = f"127.0.0.1:{telemetry.prometheus_port}"
         with PrometheusServer(
             tmp_path / "prom", scrape_targets=[target], rule_files=[rules]
