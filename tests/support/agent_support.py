@@ -17,6 +17,11 @@ def call(name: str, args: dict[str, Any] | None = None, call_id: str = "c1") -> 
     return {"name": name, "args": args or {}, "id": call_id, "type": "tool_call"}
 
 
+def invalid_call(call_id: str, args: str, error: str, name: str = "add") -> dict[str, Any]:
+    """A tool call whose arguments the provider adapter could not parse (``invalid_tool_calls``)."""
+    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
+
+
 def turn(
     content: str | list[Any] = "",
     *calls: dict[str, Any],
