@@ -35,6 +35,7 @@ from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.configured_handler import handler_on
 from tests.support.prometheus_support import require_binary
+from tests.support.recorded import reader_points
 from tests.support.stored_exemplars import storing_exemplars, trace_ids
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
@@ -112,16 +113,7 @@ def test_unsampled_spans_give_no_exemplars() -> None:
     meter_provider = MeterProvider(metric_readers=[reader])
     handler = OTelCallbackHandler(tracer_provider=tracer_provider, meter_provider=meter_provider)
     _turn(handler)
-    data = reader.get_metrics_data()
-    assert data is not None
-    histograms = [
-        point
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == "gen_ai.client.operation.duration"
-        for point in metric.data.data_points
-    ]
+    histograms = reader_points(reader, "gen_ai.client.operation.duration")
     assert sum(p.count for p in histograms) == 2  # type: ignore[union-attr]
     assert all(not p.exemplars for p in histograms)
     meter_provider.shutdown()

@@ -4,6 +4,9 @@ itself (its series, their count) is what it holds."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -29,20 +32,29 @@ def _runs(reader: InMemoryMetricReader) -> list[tuple[float, list[tuple[int, int
     ]
 
 
-def _stores(provider: MeterProvider, clock: Clock, count: int = 2) -> list[TenantCounters]:
-    """The stores of ``count`` handlers on one provider; their tenants idle after 10 s."""
-    stores = [TenantCounters(ActiveTenants(idle_s=10, clock=clock), 10) for _ in range(count)]
-    for store in stores:
-        hub_for(provider).add_store(store)
-    return stores
+@dataclass(frozen=True)
+class _TwoHandlers:
+    """The stores of two handlers on one provider; their tenants idle after 10 s of ``clock``."""
+
+    reader: InMemoryMetricReader
+    provider: MeterProvider
+    clock: Clock
+    stores: tuple[TenantCounters, TenantCounters]
 
 
-def test_a_tenant_leaving_one_handler_twice_keeps_both_lives_in_the_sum(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
+@pytest.fixture
+def two(sdk: tuple[InMemoryMetricReader, MeterProvider]) -> _TwoHandlers:
     reader, provider = sdk
     clock = Clock(now=0.0)
-    steady, coming_and_going = _stores(provider, clock)
+    first, second = (TenantCounters(ActiveTenants(idle_s=10, clock=clock), 10) for _ in range(2))
+    for store in (first, second):
+        hub_for(provider).add_store(store)
+    return _TwoHandlers(reader, provider, clock, (first, second))
+
+
+def test_a_tenant_leaving_one_handler_twice_keeps_both_lives_in_the_sum(two: _TwoHandlers) -> None:
+    reader, clock = two.reader, two.clock
+    steady, coming_and_going = two.stores
     steady.add(RUNS, "acme", ACME, 1)
     for value in (2, 3):  # two lives in the second handler, each seen, then gone
         coming_and_going.add(RUNS, "acme", ACME, value)
@@ -91,18 +103,14 @@ def test_what_the_store_reports_of_itself_is_what_it_holds() -> None:
     assert (store.series_count(RUNS), store.series_count()) == (1, 1)
 
 
-def test_an_expired_orphan_goes_and_the_live_handlers_stay(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
-    reader, provider = sdk
-    clock = Clock(now=0.0)
-    live, orphan = _stores(provider, clock)
+def test_an_expired_orphan_goes_and_the_live_handlers_stay(two: _TwoHandlers) -> None:
+    live, orphan = two.stores
     live.add(RUNS, "acme", ACME, 1)
     orphan.add(RUNS, "globex", {semconv.TENANT_ID: "globex"}, 5)
     orphan.orphan()  # its handler was collected: reported for one idle time more
-    clock.now = 5
+    two.clock.now = 5
     live.add(RUNS, "acme", ACME, 1)
-    assert sorted(value for value, _ in _runs(reader)) == [2, 5]
-    clock.now = 11  # the orphan's idle time has passed; acme's has not
-    assert [value for value, _ in _runs(reader)] == [2]
-    assert hub_for(provider).stores == [live]
+    assert sorted(value for value, _ in _runs(two.reader)) == [2, 5]
+    two.clock.now = 11  # the orphan's idle time has passed; acme's has not
+    assert [value for value, _ in _runs(two.reader)] == [2]
+    assert hub_for(two.provider).stores == [live]

@@ -25,6 +25,7 @@ from symfonic_otel import OTelCallbackHandler
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from tests.support.configured_handler import handler_on
 from tests.support.prometheus_support import require_binary
+from tests.support.recorded import reader_points
 from tests.support.retaining_telemetry import retaining_telemetry
 from tests.support.retention_runs import PlannedRun, plan, play_all
 from tests.support.stored_exemplars import storing_exemplars, trace_ids
@@ -70,15 +71,7 @@ def test_without_a_trace_exporter_no_exemplar_names_a_trace() -> None:
         )
         _bails(handler, "before")
         assert _exemplar_trace_ids(_scrape(telemetry)) == {}
-        data = reader.get_metrics_data()
-        assert data is not None
-        points = [
-            point
-            for resource in data.resource_metrics
-            for scope in resource.scope_metrics
-            for metric in scope.metrics
-            for point in metric.data.data_points
-        ]
+        points = reader_points(reader)
         assert points and not any(getattr(p, "exemplars", None) for p in points)
 
         # An exporter added afterwards: from then on the exemplars name its traces.

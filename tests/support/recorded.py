@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 
@@ -27,3 +29,17 @@ def recorded_text(telemetry: InMemoryTelemetry) -> str:
         for event in span.events:
             values.extend(str(v) for v in (event.attributes or {}).values())
     return "\n".join(values)
+
+
+def reader_points(reader: InMemoryMetricReader, name: str | None = None) -> list[Any]:
+    """The data points of one collection of ``reader``: every metric's, or those of ``name``."""
+    data = reader.get_metrics_data()
+    assert data is not None
+    return [
+        point
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if name is None or metric.name == name
+        for point in metric.data.data_points
+    ]
