@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from symfonic_otel import semconv
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.call_points import assert_react_call_point
 from tests.support.recorded import span_attrs
 
 
@@ -373,15 +374,7 @@ async def test_streamed_call_records_time_to_first_chunk(telemetry: InMemoryTele
     assert 0.02 <= ttfc <= duration_s - 0.02
     assert "gen_ai.response.time_to_first_chunk" not in span_attrs(plain)
     ((attrs, point),) = telemetry.points("gen_ai.client.operation.time_to_first_chunk")
-    assert attrs == {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",
-        "gen_ai.request.model": "gpt-4o",
-        "symfonic.node.name": "react",
-    }
-    assert isinstance(point, HistogramDataPoint)
-    assert point.count == 1 and point.sum == pytest.approx(ttfc)
-    assert list(point.explicit_bounds) == list(semconv.GEN_AI_DURATION_BUCKETS)
+    assert_react_call_point(attrs, point, seconds=ttfc)
     durations = telemetry.points("gen_ai.client.operation.duration")
     assert sum(p.count for _, p in durations if isinstance(p, HistogramDataPoint)) == 2
 
