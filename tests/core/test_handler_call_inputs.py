@@ -75,6 +75,17 @@ def _pre_call(**overrides: Any) -> LLMPreCall:
     return LLMPreCall(**{**fields, **overrides})
 
 
+def _start(messages: list[Any], system_prompt: str = "") -> LLMStart:
+    """The loop's LLMStart of the react node's gpt-4o call (its view before the wire's)."""
+    return LLMStart(
+        model="gpt-4o",
+        messages=messages,
+        run_id="r",
+        system_prompt=system_prompt,
+        node_name="react",
+    )
+
+
 async def _call(telemetry: InMemoryTelemetry, handler: Any, *events: Any) -> ReadableSpan:
     """One run with one model call: ``events`` (LLMStart / LLMPreCall) before its LLMEnd."""
     await handler.on_agent_start(AgentStart(query="q", run_id="r"))
@@ -99,13 +110,7 @@ async def test_pre_call_gives_messages_instructions_tools_and_parameters(
     telemetry: InMemoryTelemetry,
 ) -> None:
     handler = telemetry.handler(capture_content=True)
-    engine_view = LLMStart(
-        model="gpt-4o",
-        messages=[HumanMessage("engine view, before consolidation")],
-        run_id="r",
-        system_prompt=SYSTEM,
-        node_name="react",
-    )
+    engine_view = _start([HumanMessage("engine view, before consolidation")], SYSTEM)
     attrs = span_attrs(await _call(telemetry, handler, engine_view, _pre_call()))
 
     # The wire-accurate messages win over LLMStart's: the leading system message is the
@@ -196,13 +201,7 @@ async def test_system_prompt_also_in_the_messages_is_recorded_once(
 ) -> None:
     """The reference loop's LLMStart: the system message first and its text as system_prompt."""
     handler = telemetry.handler(capture_content=True)
-    start = LLMStart(
-        model="gpt-4o",
-        messages=[SystemMessage(SYSTEM), HumanMessage("hi")],
-        run_id="r",
-        system_prompt=SYSTEM,
-        node_name="react",
-    )
+    start = _start([SystemMessage(SYSTEM), HumanMessage("hi")], SYSTEM)
     attrs = span_attrs(await _call(telemetry, handler, start))
     assert json.loads(attrs[semconv.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
         {"type": "text", "content": SYSTEM}
@@ -216,13 +215,7 @@ async def test_capture_off_records_parameters_and_no_content(
     telemetry: InMemoryTelemetry,
 ) -> None:
     handler = telemetry.handler(capture_content=False)
-    start = LLMStart(
-        model="gpt-4o",
-        messages=[HumanMessage(SECRET)],
-        run_id="r",
-        system_prompt=f"{SECRET} system",
-        node_name="react",
-    )
+    start = _start([HumanMessage(SECRET)], f"{SECRET} system")
     tools = [{"name": "search", "description": f"{SECRET} tool", "schema": SEARCH_SCHEMA}]
     attrs = span_attrs(await _call(telemetry, handler, start, _pre_call(tools=tools)))
 
@@ -273,9 +266,7 @@ async def test_unreadable_pre_call_messages_keep_llm_start_ones(
     telemetry: InMemoryTelemetry,
 ) -> None:
     handler = telemetry.handler(capture_content=True)
-    start = LLMStart(
-        model="gpt-4o", messages=[HumanMessage("from the start")], run_id="r", node_name="react"
-    )
+    start = _start([HumanMessage("from the start")])
     attrs = span_attrs(await _call(telemetry, handler, start, _pre_call(messages=[_Unreadable()])))
     assert json.loads(attrs[semconv.GEN_AI_INPUT_MESSAGES])[0]["parts"][0]["content"] == (
         "from the start"
