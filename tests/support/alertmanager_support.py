@@ -19,13 +19,14 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.support.fleet_support import scale_duration
+from tests.support.fleet_support import DASHBOARDS, scale_duration
 from tests.support.prometheus_support import LoopbackDaemon, require_binary
 from tests.support.wire_server import POLL_S
 
@@ -165,3 +166,23 @@ class AlertmanagerServer(LoopbackDaemon):
         """Alerts Alertmanager holds (API v2): ``labels``, ``annotations``, ``status``."""
         with urllib.request.urlopen(f"{self.url}/api/v2/alerts", timeout=10) as response:
             return list(json.loads(response.read()))
+
+
+def shipped_alertmanager_config() -> dict[str, Any]:
+    """The example Alertmanager configuration shipped in dashboards/alertmanager/."""
+    loaded: dict[str, Any] = yaml.safe_load(
+        (DASHBOARDS / "alertmanager/alertmanager.yml").read_text()
+    )
+    return loaded
+
+
+@contextmanager
+def paging_alertmanager(
+    workdir: Path, *, factor: float
+) -> Iterator[tuple[WebhookReceiver, AlertmanagerServer]]:
+    """Alertmanager on the shipped configuration made a test's (``config_for_test``), and the
+    webhook receiver its notifications reach."""
+    with WebhookReceiver() as hook:
+        config = config_for_test(shipped_alertmanager_config(), hook.url, factor=factor)
+        with AlertmanagerServer(workdir, config) as alertmanager:
+            yield hook, alertmanager
