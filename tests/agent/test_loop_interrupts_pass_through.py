@@ -85,24 +85,24 @@ def test_an_interrupt_in_a_tool_is_not_handed_to_the_model_as_a_tool_error(
 
 
 @pytest.mark.parametrize("exc", INTERRUPTS)
-def test_an_interrupt_in_the_tool_choice_resolver_is_not_a_resolver_failure(
-    exc: type[BaseException], telemetry: InMemoryTelemetry
+@pytest.mark.parametrize(
+    ("seam", "model_calls"),
+    [
+        pytest.param("resolver", 0, id="resolver"),  # it runs before the first model call
+        pytest.param("handler", 1, id="handler"),  # the first llm_end raised: no second turn
+    ],
+)
+def test_an_interrupt_in_the_resolver_or_a_handler_is_no_failure_of_theirs(
+    exc: type[BaseException], seam: str, model_calls: int, telemetry: InMemoryTelemetry
 ) -> None:
-    handler = telemetry.handler()
+    handler, raising = telemetry.handler(), _Raising(exc)
     model = _answering()
-    agent = ReactAgent(model, TOOLS, callbacks=[handler], tool_choice_resolver=_Raising(exc))
+    if seam == "resolver":
+        agent = ReactAgent(model, TOOLS, callbacks=[handler], tool_choice_resolver=raising)
+    else:
+        agent = ReactAgent(model, TOOLS, callbacks=[raising, handler])
     _passes_through(telemetry, exc, agent)
-    assert model.calls == []  # the resolver runs before the first model call
-
-
-@pytest.mark.parametrize("exc", INTERRUPTS)
-def test_an_interrupt_in_a_callback_handler_is_not_a_handler_failure(
-    exc: type[BaseException], telemetry: InMemoryTelemetry
-) -> None:
-    handler = telemetry.handler()
-    model = _answering()
-    _passes_through(telemetry, exc, ReactAgent(model, TOOLS, callbacks=[_Raising(exc), handler]))
-    assert len(model.calls) == 1  # the first llm_end raised: no second turn
+    assert len(model.calls) == model_calls
 
 
 def test_a_task_cancelled_mid_model_call_raises_cancelled_error(
