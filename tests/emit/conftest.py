@@ -9,6 +9,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from symfonic_otel.emit.budget import cardinality_view
+from tests.support.clocked_sdk import ClockedSdk
 
 
 @pytest.fixture
@@ -18,3 +19,9 @@ def sdk() -> Iterator[tuple[InMemoryMetricReader, MeterProvider]]:
     provider = MeterProvider(metric_readers=[reader], views=[cardinality_view()])
     yield reader, provider
     provider.shutdown()
+
+
+@pytest.fixture
+def clocked(sdk: tuple[InMemoryMetricReader, MeterProvider]) -> ClockedSdk:
+    """The ``sdk`` provider with handlers on a test clock."""
+    return ClockedSdk(*sdk)

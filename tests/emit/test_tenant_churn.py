@@ -21,6 +21,7 @@ from symfonic_otel.emit.tenant_counters import TENANT_COUNTER_NAMES
 from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
 from symfonic_otel.export.setup import configure_telemetry
+from tests.support.clocked_sdk import ClockedSdk
 from tests.support.configured_handler import handler_on
 from tests.support.manual_clock import Clock
 
@@ -82,45 +83,40 @@ def test_the_default_idle_time_outlasts_the_longest_rule_window() -> None:
     assert ActiveTenants().max_tenants == 10_000
 
 
-def test_exactly_max_tenants_are_admitted_and_one_more_overflows(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
-    reader, provider = sdk
-    handler = OTelCallbackHandler(meter_provider=provider, max_tenants=3, clock=Clock())
+def test_exactly_max_tenants_are_admitted_and_one_more_overflows(clocked: ClockedSdk) -> None:
+    handler = clocked.handler(max_tenants=3)
     for index in range(4):
         _run(handler, f"t{index}", f"r{index}")
-    tenants = _tenant_points(reader)[semconv.AGENT_RUNS.name]
+    tenants = _tenant_points(clocked.reader)[semconv.AGENT_RUNS.name]
     assert tenants == {"t0", "t1", "t2", semconv.OVERFLOW_VALUE}
 
 
 def test_idle_exactly_at_the_limit_keeps_the_slot_one_tick_past_frees_it(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
+    clocked: ClockedSdk,
 ) -> None:
-    reader, provider = sdk
-    clock = Clock()
-    handler = OTelCallbackHandler(
-        meter_provider=provider, max_tenants=1, tenant_idle_s=600.0, clock=clock
-    )
+    handler = clocked.handler(max_tenants=1, tenant_idle_s=600.0)
     _run(handler, "old", "r1")
-    clock.now += 600.0  # idle exactly tenant_idle_s: still holds the only slot
+    clocked.clock.now += 600.0  # idle exactly tenant_idle_s: still holds the only slot
     _run(handler, "new", "r2")
-    assert _tenant_points(reader)[semconv.AGENT_RUNS.name] == {"old", semconv.OVERFLOW_VALUE}
-    clock.now += 0.001  # one tick past: the slot is free, "old" and its series are gone
+    assert _tenant_points(clocked.reader)[semconv.AGENT_RUNS.name] == {
+        "old",
+        semconv.OVERFLOW_VALUE,
+    }
+    clocked.clock.now += 0.001  # one tick past: the slot is free, "old" and its series are gone
     _run(handler, "new", "r3")
-    assert _tenant_points(reader)[semconv.AGENT_RUNS.name] == {"new", semconv.OVERFLOW_VALUE}
+    assert _tenant_points(clocked.reader)[semconv.AGENT_RUNS.name] == {
+        "new",
+        semconv.OVERFLOW_VALUE,
+    }
 
 
-def test_a_returning_tenant_starts_at_zero(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
-    reader, provider = sdk
-    clock = Clock()
-    handler = OTelCallbackHandler(meter_provider=provider, tenant_idle_s=60.0, clock=clock)
+def test_a_returning_tenant_starts_at_zero(clocked: ClockedSdk) -> None:
+    handler = clocked.handler(tenant_idle_s=60.0)
     for index in range(5):
         _run(handler, "acme", f"a{index}")
 
     def runs() -> float:
-        data = reader.get_metrics_data()
+        data = clocked.reader.get_metrics_data()
         assert data is not None
         return sum(
             p.value
@@ -133,7 +129,7 @@ def test_a_returning_tenant_starts_at_zero(
         )
 
     assert runs() == 5
-    clock.now += 61.0
+    clocked.clock.now += 61.0
     assert runs() == 0  # forgotten at the collection after its idle time
     _run(handler, "acme", "b0")
     assert runs() == 1
