@@ -25,6 +25,7 @@ from tests.support.agent_support import (
     Recorder,
     assert_calls_saw_valid_history,
     call,
+    invalid_call,
     turn,
     unanswered_calls,
 )
@@ -144,18 +145,8 @@ async def test_parallel_calls_are_answered_in_call_order() -> None:
 
 
 async def test_unparseable_tool_call_is_answered_with_an_error() -> None:
-    bad = AIMessage(
-        content="",
-        invalid_tool_calls=[
-            {
-                "name": "add",
-                "args": "{oops",
-                "id": "b1",
-                "error": "bad json",
-                "type": "invalid_tool_call",
-            }
-        ],
-        response_metadata={"finish_reason": "tool_calls"},
+    bad = turn(
+        "", invalid_tool_calls=[invalid_call("b1", "{oops", "bad json")], finish="tool_calls"
     )
     model = ScriptedChatModel([bad, turn("retrying is pointless", finish="stop")])
     response = await ReactAgent(model, TOOLS).run("q")

@@ -154,26 +154,24 @@ def test_agent_mode_remote_writes_to_a_central_prometheus_that_pages_on_the_bail
         # tenant's 20 runs reads 5 % at a single instant.)
         problems: list[tuple[str, str, dict[str, float]]] = []
 
+        # (the rules, the tenant that must stand out above `floor`, the others below `ceiling`)
+        checks = [
+            (bail_ratios, BAILING, 0.3, (ERRORING, *ORDINARY), 0.1),
+            (error_ratios, ERRORING, 0.15, (BAILING, *ORDINARY), 0.05),
+        ]
+
         def separated() -> bool:
             problems.clear()
-            for name in bail_ratios:
-                ratio = _by_tenant(central.query(name))
-                if ratio.get(BAILING, 0.0) <= 0.3:
-                    problems.append((name, BAILING, ratio))
-                problems.extend(
-                    (name, tenant, ratio)
-                    for tenant in (ERRORING, *ORDINARY)
-                    if ratio.get(tenant, 0.0) >= 0.1
-                )
-            for name in error_ratios:
-                ratio = _by_tenant(central.query(name))
-                if ratio.get(ERRORING, 0.0) <= 0.15:
-                    problems.append((name, ERRORING, ratio))
-                problems.extend(
-                    (name, tenant, ratio)
-                    for tenant in (BAILING, *ORDINARY)
-                    if ratio.get(tenant, 0.0) >= 0.05
-                )
+            for names, standing_out, floor, others, ceiling in checks:
+                for name in names:
+                    ratio = _by_tenant(central.query(name))
+                    if ratio.get(standing_out, 0.0) <= floor:
+                        problems.append((name, standing_out, ratio))
+                    problems.extend(
+                        (name, tenant, ratio)
+                        for tenant in others
+                        if ratio.get(tenant, 0.0) >= ceiling
+                    )
             return not problems
 
         central.wait_for(separated, timeout_s=30, interval_s=1.0)

@@ -30,7 +30,15 @@ from symfonic_otel.events import (
 )
 from symfonic_otel.semconv import NODE_REACT, NODE_SYNTHESIZE_FALLBACK, NODE_TOOLS
 from symfonic_otel.testing.scripted import ScriptedChatModel
-from tests.support.agent_support import TOOLS, FullRecorder, Recorder, call, pairing_problems, turn
+from tests.support.agent_support import (
+    TOOLS,
+    FullRecorder,
+    Recorder,
+    call,
+    invalid_call,
+    pairing_problems,
+    turn,
+)
 
 Mode = Literal["run", "stream"]
 MODES = pytest.mark.parametrize("mode", ["run", "stream"])
@@ -265,19 +273,11 @@ async def test_parallel_calls_pair_by_id_whatever_their_outcome(mode: Mode) -> N
 
 async def test_unparseable_arguments_get_a_start_and_an_error_result() -> None:
     recorder = FullRecorder()
-    broken = AIMessage(
-        content="",
-        tool_calls=[call("add", {"a": 1, "b": 1}, "c1")],
-        invalid_tool_calls=[
-            {
-                "name": "add",
-                "args": '{"a": 1,',
-                "id": "c2",
-                "error": "truncated JSON",
-                "type": "invalid_tool_call",
-            }
-        ],
-        response_metadata={"finish_reason": "tool_calls"},
+    broken = turn(
+        "",
+        call("add", {"a": 1, "b": 1}, "c1"),
+        invalid_tool_calls=[invalid_call("c2", '{"a": 1,', "truncated JSON")],
+        finish="tool_calls",
     )
     model = ScriptedChatModel([broken, turn("ok", finish="stop")])
     await ReactAgent(model, TOOLS, callbacks=[recorder]).run("q")

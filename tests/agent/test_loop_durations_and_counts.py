@@ -3,15 +3,13 @@ and tool-call counts that include the calls the provider sent malformed."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.messages import AIMessage
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
 from symfonic_otel import semconv
 from symfonic_otel.agent import FrameworkConfig, ReactAgent
 from symfonic_otel.testing import InMemoryTelemetry, ScriptedChatModel
-from tests.support.agent_support import TOOLS, Recorder, call
+from tests.support.agent_support import TOOLS, Recorder, call, invalid_call
 
 LATENCY_S = 0.2
 
@@ -40,22 +38,15 @@ async def test_a_model_call_of_known_latency_records_that_many_seconds(
     assert LATENCY_S <= run_total < LATENCY_S + 2
 
 
-def _invalid(call_id: str) -> dict[str, Any]:
-    return {
-        "name": "add",
-        "args": "{not json",
-        "id": call_id,
-        "error": "bad",
-        "type": "invalid_tool_call",
-    }
-
-
 async def test_the_bail_counts_the_malformed_tool_calls_of_the_last_turn() -> None:
     recorder = Recorder()
     capped = AIMessage(
         content="",
         tool_calls=[call("lookup", {"key": "x"}, "ok")],
-        invalid_tool_calls=[_invalid("bad1"), _invalid("bad2")],  # type: ignore[list-item]
+        invalid_tool_calls=[
+            invalid_call("bad1", "{not json", "bad"),
+            invalid_call("bad2", "{not json", "bad"),
+        ],
         response_metadata={"finish_reason": "tool_calls"},
     )
     model = ScriptedChatModel([capped] * 20)

@@ -45,6 +45,15 @@ def _answering() -> ScriptedChatModel:
     return ScriptedChatModel([turn("", call("lookup", {"key": "x"})), "x is value-of-x."])
 
 
+def _passes_through(
+    telemetry: InMemoryTelemetry, exc: type[BaseException], agent: ReactAgent
+) -> None:
+    """The interrupt leaves the run as raised, and the handler counts the run ``cancelled``."""
+    with pytest.raises(exc):
+        _run(agent)
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
+
+
 def _assert_cancelled_not_failed(telemetry: InMemoryTelemetry) -> None:
     outcomes = {attrs.get(semconv.RUN_OUTCOME) for attrs, _ in telemetry.points(RUNS)}
     assert outcomes == {"cancelled"}
@@ -55,10 +64,8 @@ def test_ctrl_c_in_the_model_call_ends_the_run(telemetry: InMemoryTelemetry) -> 
     exc = KeyboardInterrupt
     handler = telemetry.handler()
     model = ScriptedChatModel([exc(), "never reached"])
-    with pytest.raises(exc):
-        _run(ReactAgent(model, TOOLS, callbacks=[handler]))
+    _passes_through(telemetry, exc, ReactAgent(model, TOOLS, callbacks=[handler]))
     assert len(model.calls) == 1  # no second turn after the interrupt
-    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
     _assert_cancelled_not_failed(telemetry)
 
 
@@ -73,34 +80,29 @@ def test_an_interrupt_in_a_tool_is_not_handed_to_the_model_as_a_tool_error(
 
     handler = telemetry.handler()
     model = ScriptedChatModel([turn("", call("hang", {"key": "x"})), "an answer after the error"])
-    with pytest.raises(exc):
-        _run(ReactAgent(model, [hang], callbacks=[handler]))
+    _passes_through(telemetry, exc, ReactAgent(model, [hang], callbacks=[handler]))
     assert len(model.calls) == 1
-    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
 
 
 @pytest.mark.parametrize("exc", INTERRUPTS)
-def test_an_interrupt_in_the_tool_choice_resolver_is_not_a_resolver_failure(
-    exc: type[BaseException], telemetry: InMemoryTelemetry
+@pytest.mark.parametrize(
+    ("seam", "model_calls"),
+    [
+        pytest.param("resolver", 0, id="resolver"),  # it runs before the first model call
+        pytest.param("handler", 1, id="handler"),  # the first llm_end raised: no second turn
+    ],
+)
+def test_an_interrupt_in_the_resolver_or_a_handler_is_no_failure_of_theirs(
+    exc: type[BaseException], seam: str, model_calls: int, telemetry: InMemoryTelemetry
 ) -> None:
-    handler = telemetry.handler()
+    handler, raising = telemetry.handler(), _Raising(exc)
     model = _answering()
-    with pytest.raises(exc):
-        _run(ReactAgent(model, TOOLS, callbacks=[handler], tool_choice_resolver=_Raising(exc)))
-    assert model.calls == []  # the resolver runs before the first model call
-    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
-
-
-@pytest.mark.parametrize("exc", INTERRUPTS)
-def test_an_interrupt_in_a_callback_handler_is_not_a_handler_failure(
-    exc: type[BaseException], telemetry: InMemoryTelemetry
-) -> None:
-    handler = telemetry.handler()
-    model = _answering()
-    with pytest.raises(exc):
-        _run(ReactAgent(model, TOOLS, callbacks=[_Raising(exc), handler]))
-    assert len(model.calls) == 1  # the first llm_end raised: no second turn
-    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
+    if seam == "resolver":
+        agent = ReactAgent(model, TOOLS, callbacks=[handler], tool_choice_resolver=raising)
+    else:
+        agent = ReactAgent(model, TOOLS, callbacks=[raising, handler])
+    _passes_through(telemetry, exc, agent)
+    assert len(model.calls) == model_calls
 
 
 def test_a_task_cancelled_mid_model_call_raises_cancelled_error(

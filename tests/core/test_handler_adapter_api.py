@@ -21,16 +21,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
 from symfonic_otel.read.sanitise import MAX_ATTRIBUTE_BYTES, MAX_EXTRA_BYTES
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-
-
-def _attrs(span: Any) -> dict[str, Any]:
-    return dict(span.attributes or {})
-
-
-def _internal_errors(telemetry: InMemoryTelemetry) -> float:
-    return telemetry.value(
-        "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "internal_error"}
-    )
+from tests.support.recorded import internal_errors, span_attrs
 
 
 def test_llm_end_reads_request_response_and_token_details(telemetry: InMemoryTelemetry) -> None:
@@ -67,7 +58,7 @@ def test_llm_end_reads_request_response_and_token_details(telemetry: InMemoryTel
         )
     )
     handler.agent_end(AgentEndEvent("r", "x", 1.0, 1))
-    chat = _attrs(telemetry.span("chat gpt-4o"))
+    chat = span_attrs(telemetry.span("chat gpt-4o"))
     assert chat["gen_ai.usage.cache_read.input_tokens"] == 1000
     assert chat["gen_ai.usage.reasoning.output_tokens"] == 256
     assert chat["gen_ai.response.id"] == "chatcmpl-123"
@@ -107,7 +98,7 @@ def test_langchain_usage_details(telemetry: InMemoryTelemetry) -> None:
             },
         )
     )
-    chat = _attrs(telemetry.span("chat claude-sonnet-4-5"))
+    chat = span_attrs(telemetry.span("chat claude-sonnet-4-5"))
     assert chat["gen_ai.usage.cache_read.input_tokens"] == 60
     assert chat["gen_ai.usage.cache_creation.input_tokens"] == 20
     assert chat["gen_ai.usage.reasoning.output_tokens"] == 30
@@ -133,7 +124,7 @@ def test_extra_attributes_are_cleaned_and_never_override_the_handler(
         },
     )
     chat = telemetry.span("chat gpt-4o")
-    attrs = _attrs(chat)
+    attrs = span_attrs(chat)
     assert attrs["gen_ai.conversation.id"] == "thread-\ufffd-1"
     assert attrs["gen_ai.request.model"] == "gpt-4o"
     assert attrs["tenant.id"] == "unknown"
@@ -142,14 +133,14 @@ def test_extra_attributes_are_cleaned_and_never_override_the_handler(
     for key in ("mixed", "nan", "object"):
         assert key not in attrs
     encode_spans([chat])  # the real OTLP encoder accepts it
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
 
 
 def test_extra_strings_stay_within_one_budget_per_span(telemetry: InMemoryTelemetry) -> None:
     handler = telemetry.handler()
     many = {f"k{i}": "y" * MAX_ATTRIBUTE_BYTES for i in range(10)}
     handler.llm_end(LLMEndEvent(model="gpt-4o", output="x", usage={}), attributes=many)
-    kept = [k for k in _attrs(telemetry.span("chat gpt-4o")) if k.startswith("k")]
+    kept = [k for k in span_attrs(telemetry.span("chat gpt-4o")) if k.startswith("k")]
     assert len(kept) == MAX_EXTRA_BYTES // MAX_ATTRIBUTE_BYTES
 
 
@@ -162,7 +153,7 @@ def test_hostile_attribute_mappings_never_lose_the_call(telemetry: InMemoryTelem
     handler.llm_end(LLMEndEvent(model="m1", output="x", usage={}), attributes=Exploding(a=1))
     handler.llm_end(LLMEndEvent(model="m2", output="x", usage={}), attributes="not a mapping")  # type: ignore[arg-type]
     assert {s.name for s in telemetry.spans()} == {"chat m1", "chat m2"}
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
 
 
 @pytest.mark.parametrize(
@@ -187,7 +178,7 @@ def test_operation_name_sets_the_span_and_the_metrics(
     span = telemetry.span(span_name)
     expected = operation if operation != "bogus" else "chat"
     assert span.kind is SpanKind.CLIENT
-    assert _attrs(span)["gen_ai.operation.name"] == expected
+    assert span_attrs(span)["gen_ai.operation.name"] == expected
     for name in ("gen_ai.client.operation.duration", "gen_ai.client.token.usage"):
         ((attrs, _),) = telemetry.points(name)
         assert attrs["gen_ai.operation.name"] == expected
@@ -203,7 +194,7 @@ def test_explicit_time_to_first_chunk(telemetry: InMemoryTelemetry) -> None:
     ((_, point),) = telemetry.points("gen_ai.client.operation.time_to_first_chunk")
     assert isinstance(point, HistogramDataPoint)
     assert (point.count, point.sum) == (1, 0.25)  # only the usable value
-    ttfcs = [_attrs(s).get("gen_ai.response.time_to_first_chunk") for s in telemetry.spans()]
+    ttfcs = [span_attrs(s).get("gen_ai.response.time_to_first_chunk") for s in telemetry.spans()]
     assert sorted(ttfcs, key=str) == [0.25, None, None, None]
 
 
@@ -215,9 +206,9 @@ def test_agent_attributes_and_sub_agent_name(telemetry: InMemoryTelemetry) -> No
     )
     handler.agent_end(AgentEndEvent("sub", "x", 1.0, 1), attributes={"symfonic.run.outcome": "no"})
     run = telemetry.span("invoke_agent researcher")
-    assert _attrs(run)["gen_ai.agent.name"] == "researcher"
-    assert _attrs(run)["gen_ai.conversation.id"] == "t-1"
-    assert _attrs(run)["symfonic.run.outcome"] == "completed"
+    assert span_attrs(run)["gen_ai.agent.name"] == "researcher"
+    assert span_attrs(run)["gen_ai.conversation.id"] == "t-1"
+    assert span_attrs(run)["symfonic.run.outcome"] == "completed"
     # The counters carry the framework's agent name too (bounded: see test_agent_names).
     ((attrs, _),) = telemetry.points("symfonic.agent.runs")
     assert attrs["gen_ai.agent.name"] == "researcher"
@@ -242,7 +233,7 @@ def test_adapter_tool_span_records_its_duration(telemetry: InMemoryTelemetry) ->
     )
     handler.agent_end(AgentEndEvent("r", "x", 1.0, 1))
     tool = telemetry.span("execute_tool search")
-    attrs = _attrs(tool)
+    attrs = span_attrs(tool)
     assert attrs["gen_ai.tool.type"] == "function"
     assert attrs["gen_ai.tool.call.result"] == "captured by the adapter"
     assert attrs["error.type"] == "TimeoutError"
@@ -270,7 +261,7 @@ def test_parent_wins_over_the_run(telemetry: InMemoryTelemetry) -> None:
     handler.agent_end(AgentEndEvent("r", "x", 1.0, 1))
     node_span = telemetry.span("invoke_node agent")
     assert node_span.kind is SpanKind.INTERNAL
-    assert _attrs(node_span)["gen_ai.operation.name"] == "invoke_node"
+    assert span_attrs(node_span)["gen_ai.operation.name"] == "invoke_node"
     assert node_span.parent is not None
     assert node_span.parent.span_id == telemetry.span("invoke_agent symfonic").context.span_id
     for name in ("chat gpt-4o", "execute_tool search"):
@@ -293,7 +284,7 @@ def test_retrieval_call_span(telemetry: InMemoryTelemetry) -> None:
         key=lambda s: s.start_time or 0,
     )
     assert ok.kind is SpanKind.CLIENT
-    assert _attrs(ok) == {
+    assert span_attrs(ok) == {
         "gen_ai.operation.name": "retrieval",
         "gen_ai.data_source.id": "kb",
         "gen_ai.retrieval.documents.count": 4,
@@ -315,8 +306,8 @@ def test_calls_of_no_run_and_no_parent(telemetry: InMemoryTelemetry) -> None:
     handler.end_call(None)
     handler.end_tool(None)
     assert telemetry.span("standalone step").parent is None
-    assert "gen_ai.operation.name" not in _attrs(telemetry.span("standalone step"))
-    assert _internal_errors(telemetry) == 0
+    assert "gen_ai.operation.name" not in span_attrs(telemetry.span("standalone step"))
+    assert internal_errors(telemetry) == 0
 
 
 def test_hostile_adapter_arguments_never_raise(telemetry: InMemoryTelemetry) -> None:
@@ -333,7 +324,7 @@ def test_hostile_adapter_arguments_never_raise(telemetry: InMemoryTelemetry) -> 
     for finished in telemetry.spans():
         encode_spans([finished])
     assert len(telemetry.spans()) == 3
-    assert _internal_errors(telemetry) == 1  # the object that is no span
+    assert internal_errors(telemetry) == 1  # the object that is no span
 
 
 def test_request_parameters_in_json_shape() -> None:

@@ -19,6 +19,7 @@ from symfonic_otel import semconv
 from symfonic_otel.core.steps import MAX_STEPS_PER_RUN, RunSteps
 from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.recorded import internal_errors, recorded_text, span_attrs
 from tests.support.symfonic_events import AgentEnd, AgentStart, LLMEnd, LLMPreCall, LLMStart
 
 SECRET = "customer 4242-7719 asked"
@@ -74,6 +75,17 @@ def _pre_call(**overrides: Any) -> LLMPreCall:
     return LLMPreCall(**{**fields, **overrides})
 
 
+def _start(messages: list[Any], system_prompt: str = "") -> LLMStart:
+    """The loop's LLMStart of the react node's gpt-4o call (its view before the wire's)."""
+    return LLMStart(
+        model="gpt-4o",
+        messages=messages,
+        run_id="r",
+        system_prompt=system_prompt,
+        node_name="react",
+    )
+
+
 async def _call(telemetry: InMemoryTelemetry, handler: Any, *events: Any) -> ReadableSpan:
     """One run with one model call: ``events`` (LLMStart / LLMPreCall) before its LLMEnd."""
     await handler.on_agent_start(AgentStart(query="q", run_id="r"))
@@ -94,38 +106,12 @@ def _chat(telemetry: InMemoryTelemetry) -> ReadableSpan:
     return span
 
 
-def _attrs(span: ReadableSpan) -> dict[str, Any]:
-    return dict(span.attributes or {})
-
-
-def _internal_errors(telemetry: InMemoryTelemetry) -> float:
-    return telemetry.value(
-        "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "internal_error"}
-    )
-
-
-def _everything_recorded(telemetry: InMemoryTelemetry) -> str:
-    """Every attribute value of every span and span event, as one text."""
-    values: list[str] = []
-    for span in telemetry.spans():
-        values.extend(str(v) for v in (span.attributes or {}).values())
-        for event in span.events:
-            values.extend(str(v) for v in (event.attributes or {}).values())
-    return "\n".join(values)
-
-
 async def test_pre_call_gives_messages_instructions_tools_and_parameters(
     telemetry: InMemoryTelemetry,
 ) -> None:
     handler = telemetry.handler(capture_content=True)
-    engine_view = LLMStart(
-        model="gpt-4o",
-        messages=[HumanMessage("engine view, before consolidation")],
-        run_id="r",
-        system_prompt=SYSTEM,
-        node_name="react",
-    )
-    attrs = _attrs(await _call(telemetry, handler, engine_view, _pre_call()))
+    engine_view = _start([HumanMessage("engine view, before consolidation")], SYSTEM)
+    attrs = span_attrs(await _call(telemetry, handler, engine_view, _pre_call()))
 
     # The wire-accurate messages win over LLMStart's: the leading system message is the
     # instructions, the rest the input, tool call and tool result included.
@@ -169,7 +155,7 @@ async def test_pre_call_gives_messages_instructions_tools_and_parameters(
     # The call's own output is still the completion.
     (output,) = json.loads(attrs[semconv.GEN_AI_OUTPUT_MESSAGES])
     assert output["parts"] == [{"type": "text", "content": OUTPUT}]
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
 
 
 async def test_llm_start_alone_gives_dict_messages_and_the_system_prompt(
@@ -193,7 +179,7 @@ async def test_llm_start_alone_gives_dict_messages_and_the_system_prompt(
     await handler.on_agent_end(
         AgentEnd(run_id="r", final_response="done", duration_ms=1.0, node_count=1)
     )
-    attrs = _attrs(_chat(telemetry))
+    attrs = span_attrs(_chat(telemetry))
 
     assert json.loads(attrs[semconv.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
         {"type": "text", "content": SYSTEM}
@@ -215,14 +201,8 @@ async def test_system_prompt_also_in_the_messages_is_recorded_once(
 ) -> None:
     """The reference loop's LLMStart: the system message first and its text as system_prompt."""
     handler = telemetry.handler(capture_content=True)
-    start = LLMStart(
-        model="gpt-4o",
-        messages=[SystemMessage(SYSTEM), HumanMessage("hi")],
-        run_id="r",
-        system_prompt=SYSTEM,
-        node_name="react",
-    )
-    attrs = _attrs(await _call(telemetry, handler, start))
+    start = _start([SystemMessage(SYSTEM), HumanMessage("hi")], SYSTEM)
+    attrs = span_attrs(await _call(telemetry, handler, start))
     assert json.loads(attrs[semconv.GEN_AI_SYSTEM_INSTRUCTIONS]) == [
         {"type": "text", "content": SYSTEM}
     ]
@@ -235,17 +215,11 @@ async def test_capture_off_records_parameters_and_no_content(
     telemetry: InMemoryTelemetry,
 ) -> None:
     handler = telemetry.handler(capture_content=False)
-    start = LLMStart(
-        model="gpt-4o",
-        messages=[HumanMessage(SECRET)],
-        run_id="r",
-        system_prompt=f"{SECRET} system",
-        node_name="react",
-    )
+    start = _start([HumanMessage(SECRET)], f"{SECRET} system")
     tools = [{"name": "search", "description": f"{SECRET} tool", "schema": SEARCH_SCHEMA}]
-    attrs = _attrs(await _call(telemetry, handler, start, _pre_call(tools=tools)))
+    attrs = span_attrs(await _call(telemetry, handler, start, _pre_call(tools=tools)))
 
-    recorded = _everything_recorded(telemetry)
+    recorded = recorded_text(telemetry)
     assert "4242-7719" not in recorded
     assert "refund" not in recorded
     for key in (
@@ -259,7 +233,7 @@ async def test_capture_off_records_parameters_and_no_content(
     assert attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] == 0.2
     assert attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] == 512
     assert attrs[semconv.GEN_AI_REQUEST_SEED] == 7
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
 
 
 @pytest.mark.parametrize(
@@ -276,7 +250,7 @@ async def test_malformed_messages_cost_only_themselves(
     handler = telemetry.handler(capture_content=True)
     start = SimpleNamespace(model="gpt-4o", messages=messages, run_id="r", node_name="react")
     span = await _call(telemetry, handler, start, _pre_call(messages=messages))
-    attrs = _attrs(span)
+    attrs = span_attrs(span)
 
     assert semconv.GEN_AI_INPUT_MESSAGES not in attrs
     assert semconv.GEN_AI_SYSTEM_INSTRUCTIONS not in attrs
@@ -284,7 +258,7 @@ async def test_malformed_messages_cost_only_themselves(
     assert attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] == 0.2
     assert attrs[semconv.GEN_AI_REQUEST_MODEL] == "gpt-4o"
     assert span.parent is not None  # still under its run
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
     assert telemetry.value("symfonic.telemetry.dropped_events") == 0
 
 
@@ -292,10 +266,8 @@ async def test_unreadable_pre_call_messages_keep_llm_start_ones(
     telemetry: InMemoryTelemetry,
 ) -> None:
     handler = telemetry.handler(capture_content=True)
-    start = LLMStart(
-        model="gpt-4o", messages=[HumanMessage("from the start")], run_id="r", node_name="react"
-    )
-    attrs = _attrs(await _call(telemetry, handler, start, _pre_call(messages=[_Unreadable()])))
+    start = _start([HumanMessage("from the start")])
+    attrs = span_attrs(await _call(telemetry, handler, start, _pre_call(messages=[_Unreadable()])))
     assert json.loads(attrs[semconv.GEN_AI_INPUT_MESSAGES])[0]["parts"][0]["content"] == (
         "from the start"
     )
@@ -310,14 +282,14 @@ async def test_output_messages_carry_the_finish_reason_semconv_requires(
     handler = telemetry.handler(capture_content=True)
     chat = await _call(telemetry, handler)
     (run,) = [s for s in telemetry.spans() if s.name.startswith("invoke_agent")]
-    assert json.loads(_attrs(chat)[semconv.GEN_AI_OUTPUT_MESSAGES]) == [
+    assert json.loads(span_attrs(chat)[semconv.GEN_AI_OUTPUT_MESSAGES]) == [
         {
             "role": "assistant",
             "parts": [{"type": "text", "content": OUTPUT}],
             "finish_reason": "stop",
         }
     ]
-    assert json.loads(_attrs(run)[semconv.GEN_AI_OUTPUT_MESSAGES]) == [
+    assert json.loads(span_attrs(run)[semconv.GEN_AI_OUTPUT_MESSAGES]) == [
         {"role": "assistant", "parts": [{"type": "text", "content": "ok"}], "finish_reason": "stop"}
     ]
     await handler.on_agent_start(AgentStart(query="q", run_id="r2"))
@@ -337,17 +309,19 @@ async def test_output_messages_carry_the_finish_reason_semconv_requires(
     (cut,) = [
         s
         for s in telemetry.spans()
-        if s.name == "chat gpt-4o" and _attrs(s).get(semconv.RUN_ID) == "r2"
+        if s.name == "chat gpt-4o" and span_attrs(s).get(semconv.RUN_ID) == "r2"
     ]
-    (message,) = json.loads(_attrs(cut)[semconv.GEN_AI_OUTPUT_MESSAGES])
+    (message,) = json.loads(span_attrs(cut)[semconv.GEN_AI_OUTPUT_MESSAGES])
     assert message["finish_reason"] == "length"
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
 
 
 async def test_long_input_is_truncated_and_flagged(telemetry: InMemoryTelemetry) -> None:
     handler = telemetry.handler(capture_content=True)
     long_text = "x" * (MAX_CONTENT_CHARS + 100)
-    attrs = _attrs(await _call(telemetry, handler, _pre_call(messages=[HumanMessage(long_text)])))
+    attrs = span_attrs(
+        await _call(telemetry, handler, _pre_call(messages=[HumanMessage(long_text)]))
+    )
     (message,) = json.loads(attrs[semconv.GEN_AI_INPUT_MESSAGES])
     assert len(message["parts"][0]["content"]) == MAX_CONTENT_CHARS
     assert attrs[semconv.CONTENT_TRUNCATED] is True
@@ -359,7 +333,7 @@ async def test_pre_call_without_llm_start_times_the_call(telemetry: InMemoryTele
     span = await _call(telemetry, handler, _pre_call())
     assert span.start_time is not None and span.end_time is not None
     assert span.end_time >= span.start_time
-    assert _attrs(span)[semconv.GEN_AI_REQUEST_MAX_TOKENS] == 512
+    assert span_attrs(span)[semconv.GEN_AI_REQUEST_MAX_TOKENS] == 512
 
 
 async def test_pre_call_of_an_unknown_run_is_counted(telemetry: InMemoryTelemetry) -> None:
@@ -372,7 +346,7 @@ async def test_pre_call_of_an_unknown_run_is_counted(telemetry: InMemoryTelemetr
         )
         == 1
     )
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
 
 
 def test_pending_calls_stay_capped_per_run() -> None:
@@ -402,15 +376,15 @@ async def test_reference_loop_chat_spans_carry_their_input(telemetry: InMemoryTe
     first, second = sorted(
         (s for s in telemetry.spans() if s.name == "chat gpt-4o"), key=lambda s: s.start_time or 0
     )
-    first_input = json.loads(_attrs(first)[semconv.GEN_AI_INPUT_MESSAGES])
+    first_input = json.loads(span_attrs(first)[semconv.GEN_AI_INPUT_MESSAGES])
     assert first_input == [{"role": "user", "parts": [{"type": "text", "content": "what is x?"}]}]
-    second_input = json.loads(_attrs(second)[semconv.GEN_AI_INPUT_MESSAGES])
+    second_input = json.loads(span_attrs(second)[semconv.GEN_AI_INPUT_MESSAGES])
     assert [m["role"] for m in second_input] == ["user", "assistant", "tool"]
     assert second_input[2]["parts"][0]["response"] == "value-of-x"
-    definitions = json.loads(_attrs(first)[semconv.GEN_AI_TOOL_DEFINITIONS])
+    definitions = json.loads(span_attrs(first)[semconv.GEN_AI_TOOL_DEFINITIONS])
     assert sorted(d["name"] for d in definitions) == sorted(t.name for t in TOOLS)
     assert all(d["parameters"]["type"] == "object" for d in definitions)
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
 
 
 @pytest.mark.parametrize("capture", [True, False])
@@ -456,7 +430,7 @@ async def test_reference_loop_sends_its_request_through_a_real_provider_adapter(
         )
         await ReactAgent(model, [stock], callbacks=[handler]).run(f"{SECRET}: is sku-42 in stock?")
 
-    attrs = _attrs(_chat(telemetry))
+    attrs = span_attrs(_chat(telemetry))
     assert attrs[semconv.GEN_AI_REQUEST_TEMPERATURE] == 0.2
     assert attrs[semconv.GEN_AI_REQUEST_MAX_TOKENS] == 100
     assert attrs[semconv.GEN_AI_REQUEST_STREAM] is False
@@ -469,5 +443,5 @@ async def test_reference_loop_sends_its_request_through_a_real_provider_adapter(
         assert sent["parts"][0]["content"] == f"{SECRET}: is sku-42 in stock?"
     else:
         assert semconv.GEN_AI_TOOL_DEFINITIONS not in attrs
-        assert "4242-7719" not in _everything_recorded(telemetry)
-    assert _internal_errors(telemetry) == 0
+        assert "4242-7719" not in recorded_text(telemetry)
+    assert internal_errors(telemetry) == 0

@@ -20,6 +20,7 @@ from symfonic_otel.events import (
     ToolResultEvent,
 )
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.call_points import assert_react_call_point
 from tests.support.event_scripts import T0_NS, bail_with_synthesis, replay
 
 RUN = "run-1"
@@ -180,16 +181,7 @@ async def test_metric_points(telemetry: InMemoryTelemetry) -> None:
         for attrs, point in telemetry.points("gen_ai.client.operation.duration")
     }
     assert set(op_points) == {"react", "react_synthesize_fallback"}
-    react_attrs, react_point = op_points["react"]
-    assert react_attrs == {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",
-        "gen_ai.request.model": "gpt-4o",
-        "symfonic.node.name": "react",
-    }
-    assert isinstance(react_point, HistogramDataPoint)
-    assert react_point.sum == pytest.approx(0.8)
-    assert list(react_point.explicit_bounds) == list(semconv.GEN_AI_DURATION_BUCKETS)
+    assert_react_call_point(*op_points["react"], seconds=0.8)
 
     tokens = {
         (a["symfonic.node.name"], a["gen_ai.token.type"]): p

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
-from symfonic_otel import semconv
+from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -44,23 +44,27 @@ def _end(handler: object, run_id: str = "r1", **kwargs: object) -> None:
     handler.agent_end(event)  # type: ignore[attr-defined]
 
 
+@pytest.fixture
+def handler(telemetry: InMemoryTelemetry) -> OTelCallbackHandler:
+    """A handler on in-memory telemetry with run ``r1`` of tenant ``acme`` started."""
+    started = telemetry.handler()
+    _start(started)
+    return started
+
+
 # --- durations ----------------------------------------------------------------------------
 
 
 def test_the_run_duration_an_event_reports_in_ms_is_recorded_in_seconds(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, handler: OTelCallbackHandler
 ) -> None:
-    handler = telemetry.handler()
-    _start(handler)
     _end(handler, duration_ms=1500.0)
     assert _sums(telemetry, semconv.AGENT_DURATION) == [pytest.approx(1.5)]
 
 
 def test_a_run_without_a_reported_duration_measures_its_own_in_seconds(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, handler: OTelCallbackHandler
 ) -> None:
-    handler = telemetry.handler()
-    _start(handler)
     time.sleep(0.2)
     handler.agent_end(_NoDuration("r1"))
     [total] = _sums(telemetry, semconv.AGENT_DURATION)
@@ -79,10 +83,8 @@ class _NoDuration:
 
 
 def test_a_tool_timed_by_its_start_and_end_records_the_seconds_between(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, handler: OTelCallbackHandler
 ) -> None:
-    handler = telemetry.handler()
-    _start(handler)
     t0 = time.time_ns()
     span = handler.start_tool("r1", "lookup", call_id="c1", start_time_ns=t0)
     handler.end_tool(span, end_time_ns=t0 + 250_000_000)
@@ -91,10 +93,8 @@ def test_a_tool_timed_by_its_start_and_end_records_the_seconds_between(
 
 
 def test_a_model_call_stamped_with_start_and_ms_duration_records_seconds(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, handler: OTelCallbackHandler
 ) -> None:
-    handler = telemetry.handler()
-    _start(handler)
     started = datetime.now(UTC) - timedelta(seconds=1)
     handler.llm_end(
         LLMEndEvent(
@@ -114,10 +114,8 @@ def test_a_model_call_stamped_with_start_and_ms_duration_records_seconds(
 
 
 def test_a_model_call_timed_from_its_llm_start_records_seconds(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, handler: OTelCallbackHandler
 ) -> None:
-    handler = telemetry.handler()
-    _start(handler)
     handler.llm_start(LLMStartEvent(model="gpt-4o", messages=[], run_id="r1"))
     time.sleep(0.2)
     handler.llm_end(LLMEndEvent(model="gpt-4o", output="hi", usage={}, run_id="r1"))
@@ -130,10 +128,8 @@ def test_a_model_call_timed_from_its_llm_start_records_seconds(
 
 
 def test_a_failed_run_without_an_error_type_reads_other_on_its_span(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, handler: OTelCallbackHandler
 ) -> None:
-    handler = telemetry.handler()
-    _start(handler)
     _end(handler, final_response=None, outcome="error")
     span = telemetry.span(semconv.agent_span_name("symfonic"))
     assert (span.attributes or {})[semconv.ERROR_TYPE] == semconv.OTHER_VALUE

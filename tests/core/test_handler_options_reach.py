@@ -9,16 +9,9 @@ from symfonic_otel import semconv
 from symfonic_otel.emit.budget import series_budget
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.manual_clock import Clock
 
 RUNS = semconv.AGENT_RUNS.name
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _run(handler: object, run_id: str, tenant: str | None = None) -> None:
@@ -29,7 +22,7 @@ def _run(handler: object, run_id: str, tenant: str | None = None) -> None:
 
 
 def test_clock_measures_tenant_idleness(telemetry: InMemoryTelemetry) -> None:
-    clock = Clock()
+    clock = Clock(now=100.0)
     handler = telemetry.handler(max_tenants=1, tenant_idle_s=10.0, clock=clock)
     _run(handler, "r1", "acme")
     clock.now += 10.5  # on the handler's clock only: the process clock hardly moved
@@ -39,7 +32,7 @@ def test_clock_measures_tenant_idleness(telemetry: InMemoryTelemetry) -> None:
 
 
 def test_tenant_idle_s_decides_when_a_slot_is_given_back(telemetry: InMemoryTelemetry) -> None:
-    clock = Clock()
+    clock = Clock(now=100.0)
     handler = telemetry.handler(max_tenants=1, tenant_idle_s=5.0, clock=clock)
     _run(handler, "r1", "acme")
     clock.now += 5.5  # past 5 s, far below the default idle time

@@ -21,6 +21,7 @@ from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
 from symfonic_otel.read.sanitise import MAX_TIME_NS, MIN_TIME_NS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.hostile_events import CASES, GO_ZERO_TIME, TIMING_CASES, play
+from tests.support.recorded import internal_errors
 from tests.support.symfonic_events import HANDLER_HOOKS
 
 METHODS = HANDLER_HOOKS
@@ -131,12 +132,6 @@ class _Raises:
         raise RuntimeError(f"boom on {name}")
 
 
-def _internal_errors(memory: InMemoryTelemetry) -> float:
-    return memory.value(
-        "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "internal_error"}
-    )
-
-
 def _chat_spans(memory: InMemoryTelemetry) -> int:
     return sum(1 for s in memory.spans() if s.kind is SpanKind.CLIENT)
 
@@ -164,7 +159,7 @@ def test_random_events_never_raise_and_open_runs_stay_capped(
     asyncio.run(replay())
     handler.close_open_runs()
     assert memory.unended_spans == []
-    assert _internal_errors(memory) == 0
+    assert internal_errors(memory) == 0
     assert _chat_spans(memory) == sum(1 for method, _ in calls if method == "on_llm_end")
     for span in memory.spans():
         _encodable(span)
@@ -358,7 +353,7 @@ def test_ten_thousand_generated_events_per_method(method: str) -> None:
     assert delivered >= EVENTS_PER_METHOD
     handler.close_open_runs()
     assert memory.unended_spans == []
-    assert _internal_errors(memory) == 0  # tolerated input, so nothing lost to a handler bug
+    assert internal_errors(memory) == 0  # tolerated input, so nothing lost to a handler bug
     if method == "on_llm_end":
         assert _chat_spans(memory) == delivered  # every call kept its span
     memory.shutdown()
@@ -388,7 +383,7 @@ def test_hostile_value_is_recorded_encodable_and_counted(
     if name in TIMING_CASES:  # the call is kept, timed at its receipt
         [chat] = [s for s in spans if s.kind is SpanKind.CLIENT]
         assert chat.end_time is not None and before_ns <= chat.end_time <= after_ns
-    assert _internal_errors(telemetry) == 0
+    assert internal_errors(telemetry) == 0
     malformed = telemetry.value(
         "symfonic.telemetry.dropped_events", {"symfonic.telemetry.drop_reason": "malformed"}
     )
@@ -548,7 +543,7 @@ def test_random_step_events_make_their_spans(steps: list[tuple[str, tuple[str, A
 
     asyncio.run(replay())
     assert memory.unended_spans == []
-    assert _internal_errors(memory) == 0
+    assert internal_errors(memory) == 0
     executing = sum(
         1
         for _, (method, fields) in steps

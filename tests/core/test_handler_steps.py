@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 from symfonic_otel import semconv
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.call_points import assert_react_call_point
+from tests.support.recorded import span_attrs
 
 
 class AgentStart(BaseModel):
@@ -125,10 +127,6 @@ def _dropped(telemetry: InMemoryTelemetry, reason: str | None = None) -> float:
     return telemetry.value("symfonic.telemetry.dropped_events", where)
 
 
-def _attrs(span: Any) -> dict[str, Any]:
-    return dict(span.attributes or {})
-
-
 async def _tool_run(handler: Any, run_id: str = "r1", *, failed: bool = False) -> None:
     await handler.on_agent_start(AgentStart(query="q", run_id=run_id))
     # The model announces the call (its own id space), then the runtime executes it.
@@ -168,7 +166,7 @@ async def test_executing_phase_becomes_one_tool_span_under_the_run(
     tool, run = tools[0], telemetry.span("invoke_agent symfonic")
     assert tool.kind is SpanKind.INTERNAL
     assert tool.parent is not None and tool.parent.span_id == run.context.span_id
-    assert _attrs(tool) == {
+    assert span_attrs(tool) == {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "search",
         "gen_ai.tool.call.id": "run-7",
@@ -192,13 +190,13 @@ async def test_tool_arguments_and_results_only_with_capture(telemetry: InMemoryT
     await _tool_run(telemetry.handler(capture_content=False), "private")
     await _tool_run(telemetry.handler(capture_content=True), "captured")
     by_run = {
-        _attrs(s)["symfonic.run.id"]: s for s in telemetry.spans() if s.name.startswith("exe")
+        span_attrs(s)["symfonic.run.id"]: s for s in telemetry.spans() if s.name.startswith("exe")
     }
-    private = _attrs(by_run["private"])
+    private = span_attrs(by_run["private"])
     assert "gen_ai.tool.call.arguments" not in private
     assert "gen_ai.tool.call.result" not in private
     assert SECRET_RESULT not in repr(private) and "4242" not in repr(private)
-    captured = _attrs(by_run["captured"])
+    captured = span_attrs(by_run["captured"])
     assert captured["gen_ai.tool.call.arguments"] == '{"query": "account 4242 balance"}'
     assert captured["gen_ai.tool.call.result"] == SECRET_RESULT
 
@@ -207,7 +205,7 @@ async def test_failed_tool_result_sets_error_status(telemetry: InMemoryTelemetry
     await _tool_run(telemetry.handler(), failed=True)
     tool = telemetry.span("execute_tool search")
     assert tool.status.status_code is StatusCode.ERROR
-    assert _attrs(tool)["error.type"] == "_OTHER"
+    assert span_attrs(tool)["error.type"] == "_OTHER"
     ((attrs, _),) = telemetry.points("gen_ai.execute_tool.duration")
     assert attrs["error.type"] == "_OTHER"
 
@@ -231,10 +229,10 @@ async def test_tool_result_with_error_type_and_other_field_names(
     )
     handler.agent_end(SimpleNamespace(run_id="r", final_response="x", duration_ms=1.0))
     tool = telemetry.span("execute_tool fetch")
-    assert _attrs(tool)["gen_ai.tool.call.id"] == "c9"
-    assert _attrs(tool)["error.type"] == "TimeoutError"
-    assert _attrs(tool)["gen_ai.tool.call.arguments"] == "[1, 2]"
-    assert _attrs(tool)["gen_ai.tool.call.result"] == '{"code": 503}'
+    assert span_attrs(tool)["gen_ai.tool.call.id"] == "c9"
+    assert span_attrs(tool)["error.type"] == "TimeoutError"
+    assert span_attrs(tool)["gen_ai.tool.call.arguments"] == "[1, 2]"
+    assert span_attrs(tool)["gen_ai.tool.call.result"] == '{"code": 503}'
     assert tool.status.status_code is StatusCode.ERROR
 
 
@@ -255,7 +253,7 @@ async def test_unmatched_and_orphan_tool_events_are_counted(telemetry: InMemoryT
     assert _dropped(telemetry, "unknown_run") == 1
     assert _dropped(telemetry, "unknown_call") == 1
     slow = telemetry.span("execute_tool slow")
-    assert _attrs(slow)["symfonic.step.unfinished"] is True
+    assert span_attrs(slow)["symfonic.step.unfinished"] is True
     assert telemetry.points("gen_ai.execute_tool.duration") == []  # no result, no duration
 
 
@@ -273,7 +271,7 @@ async def test_tool_results_without_ids_pair_by_name(telemetry: InMemoryTelemetr
     )
     assert first.status.status_code is StatusCode.ERROR  # the oldest open call gets the first
     assert second.status.status_code is StatusCode.UNSET
-    assert "gen_ai.tool.call.id" not in _attrs(first)
+    assert "gen_ai.tool.call.id" not in span_attrs(first)
     assert _dropped(telemetry) == 0
 
 
@@ -313,16 +311,16 @@ async def test_node_spans_nest_model_and_tool_spans(telemetry: InMemoryTelemetry
     for node in (react, tools):
         assert node.kind is SpanKind.INTERNAL
         assert node.parent is not None and node.parent.span_id == run.context.span_id
-        assert _attrs(node)["gen_ai.operation.name"] == "invoke_node"
-    assert _attrs(react)["symfonic.node.name"] == "react"
+        assert span_attrs(node)["gen_ai.operation.name"] == "invoke_node"
+    assert span_attrs(react)["symfonic.node.name"] == "react"
     chat = telemetry.span("chat gpt-4o")
     assert chat.parent is not None and chat.parent.span_id == react.context.span_id
     tool = telemetry.span("execute_tool search")
     assert tool.parent is not None and tool.parent.span_id == tools.context.span_id
     assert tools.status.status_code is StatusCode.ERROR
-    assert _attrs(tools)["error.type"] == "KeyError"
-    assert "symfonic.node.error_message" not in _attrs(tools)  # the message is content
-    assert "4242" not in repr(_attrs(tools))
+    assert span_attrs(tools)["error.type"] == "KeyError"
+    assert "symfonic.node.error_message" not in span_attrs(tools)  # the message is content
+    assert "4242" not in repr(span_attrs(tools))
     assert _dropped(telemetry) == 0
 
 
@@ -342,7 +340,7 @@ async def test_node_end_without_start_is_rebuilt_from_its_duration(
     assert late.end_time >= before
     boom = telemetry.span("invoke_node boom")
     assert boom.status.status_code is StatusCode.ERROR
-    assert _attrs(boom)["symfonic.node.error_message"] == "bad"  # capture on
+    assert span_attrs(boom)["symfonic.node.error_message"] == "bad"  # capture on
     assert _dropped(telemetry, "unknown_call") == 1
 
 
@@ -368,23 +366,15 @@ async def test_streamed_call_records_time_to_first_chunk(telemetry: InMemoryTele
     streamed, plain = sorted(
         (s for s in telemetry.spans() if s.name == "chat gpt-4o"), key=lambda s: s.start_time or 0
     )
-    ttfc = _attrs(streamed)["gen_ai.response.time_to_first_chunk"]
+    ttfc = span_attrs(streamed)["gen_ai.response.time_to_first_chunk"]
     # LLMStart gave the span its start (the LLMEnd has no timing of its own); the first delta
     # came 20 ms in, the end 20 ms after that.
     assert streamed.start_time is not None and streamed.end_time is not None
     duration_s = (streamed.end_time - streamed.start_time) / 1e9
     assert 0.02 <= ttfc <= duration_s - 0.02
-    assert "gen_ai.response.time_to_first_chunk" not in _attrs(plain)
+    assert "gen_ai.response.time_to_first_chunk" not in span_attrs(plain)
     ((attrs, point),) = telemetry.points("gen_ai.client.operation.time_to_first_chunk")
-    assert attrs == {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": "openai",
-        "gen_ai.request.model": "gpt-4o",
-        "symfonic.node.name": "react",
-    }
-    assert isinstance(point, HistogramDataPoint)
-    assert point.count == 1 and point.sum == pytest.approx(ttfc)
-    assert list(point.explicit_bounds) == list(semconv.GEN_AI_DURATION_BUCKETS)
+    assert_react_call_point(attrs, point, seconds=ttfc)
     durations = telemetry.points("gen_ai.client.operation.duration")
     assert sum(p.count for _, p in durations if isinstance(p, HistogramDataPoint)) == 2
 
@@ -407,7 +397,7 @@ async def test_ask_user_pause_is_completed_not_a_bail(telemetry: InMemoryTelemet
     await handler.on_agent_end(
         AgentEnd(run_id="r", final_response="", duration_ms=9.0, node_count=1)
     )
-    run = _attrs(telemetry.span("invoke_agent symfonic"))
+    run = span_attrs(telemetry.span("invoke_agent symfonic"))
     assert run["symfonic.run.outcome"] == "completed"
     assert run["symfonic.run.paused"] is True
     assert run["symfonic.run.pause_kind"] == "ask_user"
@@ -443,7 +433,7 @@ async def test_symfonic_interrupt_without_run_id(telemetry: InMemoryTelemetry) -
     handler.agent_start(AgentStart(query="q", run_id="only"))
     await handler.on_interrupt(interrupt)
     handler.agent_end(AgentEnd(run_id="only", final_response=None, duration_ms=1.0, node_count=1))
-    paused = _attrs(telemetry.span("invoke_agent symfonic"))
+    paused = span_attrs(telemetry.span("invoke_agent symfonic"))
     assert paused["symfonic.run.paused"] is True
     assert paused["symfonic.run.pause_kind"] == "interrupt"
     assert paused["symfonic.run.interrupt_name"] == "approval_required"
@@ -457,7 +447,7 @@ async def test_symfonic_interrupt_without_run_id(telemetry: InMemoryTelemetry) -
         )
     assert _dropped(telemetry, "malformed") == 1
     assert all(
-        "symfonic.run.paused" not in _attrs(s)
+        "symfonic.run.paused" not in span_attrs(s)
         for s in telemetry.spans()
-        if _attrs(s).get("symfonic.run.id") in ("a", "b")
+        if span_attrs(s).get("symfonic.run.id") in ("a", "b")
     )

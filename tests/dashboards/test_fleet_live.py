@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.alertmanager_support import AlertmanagerServer, WebhookReceiver, config_for_test
+from tests.support.alertmanager_support import paging_alertmanager
 from tests.support.fleet_support import (
     DASHBOARDS,
     REPO,
@@ -54,26 +54,6 @@ pytestmark = pytest.mark.timeout(300)
 
 
 # --- what the shipped files say ------------------------------------------------------------------
-
-
-def shipped_alertmanager_config() -> dict[str, Any]:
-    """The example Alertmanager configuration in dashboards/alertmanager/, or, until one ships,
-    its minimal equivalent: one receiver, alerts grouped by tenant."""
-    candidates = [*DASHBOARDS.glob("alertmanager/*.y*ml"), *DASHBOARDS.rglob("*alertmanager*.y*ml")]
-    for path in sorted(dict.fromkeys(candidates)):
-        if "test" not in path.name:
-            loaded: dict[str, Any] = yaml.safe_load(path.read_text())
-            return loaded
-    return {
-        "route": {
-            "receiver": "on-call",
-            "group_by": ["tenant_id"],
-            "group_wait": "30s",
-            "group_interval": "5m",
-            "repeat_interval": "4h",
-        },
-        "receivers": [{"name": "on-call"}],
-    }
 
 
 def runbook_pages() -> set[str]:
@@ -148,11 +128,7 @@ def test_one_page_per_noisy_tenant_across_the_fleet_none_for_the_others_and_it_r
     runbooks = runbook_pages()
 
     with (
-        WebhookReceiver() as hook,
-        AlertmanagerServer(
-            tmp_path / "alertmanager",
-            config_for_test(shipped_alertmanager_config(), hook.url, factor=FACTOR),
-        ) as alertmanager,
+        paging_alertmanager(tmp_path / "alertmanager", factor=FACTOR) as (hook, alertmanager),
         fleet(tmp_path) as processes,
         PrometheusServer(
             tmp_path / "prometheus",

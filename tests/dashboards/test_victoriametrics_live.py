@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from symfonic_otel import dashboards
-from tests.support.alertmanager_support import AlertmanagerServer, WebhookReceiver, config_for_test
+from tests.support.alertmanager_support import paging_alertmanager
 from tests.support.dashboard_queries import dashboard_queries
 from tests.support.fleet_support import (
     DASHBOARDS,
@@ -66,13 +66,6 @@ def scrape_config(targets: list[str]) -> dict[str, Any]:
     return config
 
 
-def shipped_alertmanager_config() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load(
-        (DASHBOARDS / "alertmanager/alertmanager.yml").read_text()
-    )
-    return loaded
-
-
 def paged_tenants(notifications: list[dict[str, Any]], pages: set[str]) -> set[str]:
     return {
         alert["labels"].get("tenant_id", "")
@@ -110,11 +103,7 @@ def test_vmagent_victoria_metrics_and_vmalert_page_the_noisy_tenant_and_serve_ev
         for index, (tenants, noisy) in enumerate(FLEET)
     ]
     with (
-        WebhookReceiver() as hook,
-        AlertmanagerServer(
-            tmp_path / "alertmanager",
-            config_for_test(shipped_alertmanager_config(), hook.url, factor=FACTOR),
-        ) as alertmanager,
+        paging_alertmanager(tmp_path / "alertmanager", factor=FACTOR) as (hook, alertmanager),
         demos[0],
         demos[1],
         # As the operator guide says: -search.latencyOffset at the scrape interval (1 s here),

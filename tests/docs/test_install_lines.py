@@ -268,29 +268,36 @@ def test_the_instrument_extra_brings_the_distro() -> None:
     assert "opentelemetry-instrumentation" in installed_by(None)  # provides the command
 
 
+def _fresh_venv_and_checkout(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """A new virtualenv (no system site packages), an environment that does not point Python at
+    this checkout, and a copy of the checkout to install from."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    source = tmp_path / "checkout"
+    ignored = (".git", ".venv", ".venvs", "site", "__pycache__", "*.egg-info")
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*ignored))
+    return venv, env, source
+
+
+def _install(command: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
+    """Runs an install line; skipped where no package index answers (outside CI)."""
+    install = run_text(command, env=env, cwd=cwd, timeout=1500)
+    if install.returncode != 0 and not os.environ.get("CI"):
+        pytest.skip(f"no package index reachable: {install.stderr[-300:]}")
+    assert install.returncode == 0, install.stderr
+
+
 @pytest.mark.timeout(1800)  # resolves and installs every dependency: minutes on a busy machine
 def test_a_fresh_virtualenv_runs_the_langchain_example_after_its_install_line(
     tmp_path: Path,
 ) -> None:
     """The real thing: a new virtualenv, no system site packages, the README's line, the run."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    venv, env, source = _fresh_venv_and_checkout(tmp_path)
     python = venv / "bin" / "python"
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
-    source = tmp_path / "checkout"
-    shutil.copytree(
-        ROOT,
-        source,
-        ignore=shutil.ignore_patterns(".git", ".venv", "site", "__pycache__", "*.egg-info"),
+    _install(
+        [str(python), "-m", "pip", "install", "-q", "--prefer-binary", f"{source}[langchain]"], env
     )
-    install = run_text(
-        [str(python), "-m", "pip", "install", "-q", "--prefer-binary", f"{source}[langchain]"],
-        env=env,
-        timeout=1500,
-    )
-    if install.returncode != 0 and not os.environ.get("CI"):
-        pytest.skip(f"no package index reachable: {install.stderr[-300:]}")
-    assert install.returncode == 0, install.stderr
     run = run_ok(
         [str(python), str(EXAMPLES / "langchain_agent.py")],
         env=env,
@@ -318,26 +325,8 @@ def test_a_fresh_virtualenv_imports_the_adapter_after_the_smolagents_pages_line(
     line = next(row for row in page.splitlines() if row.startswith("pip install "))
     command = shlex.split(line.split("#")[0])
     assert command == ["pip", "install", "-e", ".[smolagents]"]
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
-    source = tmp_path / "checkout"
-    shutil.copytree(
-        ROOT,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", ".venvs", "site", "__pycache__", "*.egg-info"
-        ),
-    )
-    install = run_text(
-        [str(venv / "bin" / command[0]), *command[1:], "-q", "--prefer-binary"],
-        env=env,
-        cwd=source,
-        timeout=1500,
-    )
-    if install.returncode != 0 and not os.environ.get("CI"):
-        pytest.skip(f"no package index reachable: {install.stderr[-300:]}")
-    assert install.returncode == 0, install.stderr
+    venv, env, source = _fresh_venv_and_checkout(tmp_path)
+    _install([str(venv / "bin" / command[0]), *command[1:], "-q", "--prefer-binary"], env, source)
     run = run_ok(
         [
             str(venv / "bin" / "python"),

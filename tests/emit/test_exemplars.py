@@ -8,7 +8,6 @@ Prometheus with exemplar storage scraping that endpoint.
 
 from __future__ import annotations
 
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +33,10 @@ from symfonic_otel.events import (
 )
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.prometheus_support import PrometheusServer, require_binary
+from tests.support.configured_handler import handler_on
+from tests.support.prometheus_support import require_binary
+from tests.support.recorded import reader_points
+from tests.support.stored_exemplars import storing_exemplars, trace_ids
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 NODE = semconv.NODE_NAME
@@ -111,16 +113,7 @@ def test_unsampled_spans_give_no_exemplars() -> None:
     meter_provider = MeterProvider(metric_readers=[reader])
     handler = OTelCallbackHandler(tracer_provider=tracer_provider, meter_provider=meter_provider)
     _turn(handler)
-    data = reader.get_metrics_data()
-    assert data is not None
-    histograms = [
-        point
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == "gen_ai.client.operation.duration"
-        for point in metric.data.data_points
-    ]
+    histograms = reader_points(reader, "gen_ai.client.operation.duration")
     assert sum(p.count for p in histograms) == 2  # type: ignore[union-attr]
     assert all(not p.exemplars for p in histograms)
     meter_provider.shutdown()
@@ -218,38 +211,13 @@ def test_real_prometheus_stores_the_exemplars(
 ) -> None:
     require_binary("prometheus")
     telemetry, exporter = served
-    handler = OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    target = f"127.0.0.1:{telemetry.prometheus_port}"
-    with PrometheusServer(
-        tmp_path, scrape_targets=[target], extra_args=["--enable-feature=exemplar-storage"]
-    ) as prometheus:
-        assert prometheus.wait_for(lambda: prometheus.query("up == 1"), timeout_s=30)
-        started = time.time()
+    handler = handler_on(telemetry)
+    with storing_exemplars(tmp_path, telemetry) as exemplars:
         _turn(handler)
         chats = {
             f"{s.context.trace_id:032x}"
             for s in exporter.get_finished_spans()
             if s.name == "chat gpt-4o"
         }
-
-        def stored() -> list[Any]:
-            return list(
-                prometheus.api(
-                    "query_exemplars",
-                    [
-                        ("query", "gen_ai_client_operation_duration_seconds_bucket"),
-                        ("start", str(started - 60)),
-                        ("end", str(time.time() + 60)),
-                    ],
-                )
-                or []
-            )
-
-        series = prometheus.wait_for(stored, timeout_s=30)
-        assert series, prometheus.log_tail()
-        trace_ids = {
-            exemplar["labels"]["trace_id"] for entry in series for exemplar in entry["exemplars"]
-        }
-        assert trace_ids and trace_ids <= chats
+        series = exemplars.wait_for("gen_ai_client_operation_duration_seconds_bucket")
+        assert trace_ids(series) and trace_ids(series) <= chats

@@ -16,6 +16,7 @@ from symfonic_otel.events import (
 )
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.recorded import recorded_text
 
 
 def _run(handler: OTelCallbackHandler, run_id: str, answer: str = "ok") -> None:
@@ -107,15 +108,6 @@ def _fabrication(run_id: str, draft: str) -> FabricationDetectedEvent:
     )
 
 
-def _all_text(memory: InMemoryTelemetry) -> str:
-    chunks: list[str] = []
-    for span in memory.spans():
-        chunks.extend(str(v) for v in (span.attributes or {}).values())
-        for event in span.events:
-            chunks.extend(str(v) for v in (event.attributes or {}).values())
-    return "\n".join(chunks)
-
-
 def test_no_content_leaves_by_default(
     telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -125,7 +117,7 @@ def test_no_content_leaves_by_default(
     handler.llm_end(LLMEndEvent(model="gpt-4o", output="OUTPUT-SECRET", usage={}, run_id="r"))
     handler.fabrication_detected(_fabrication("r", "DRAFT-SECRET"))
     handler.agent_end(AgentEndEvent("r", "OUTPUT-SECRET", 1.0, 1))
-    text = _all_text(telemetry)
+    text = recorded_text(telemetry)
     for secret in ("QUERY-SECRET", "OUTPUT-SECRET", "DRAFT-SECRET", "can't verify"):
         assert secret not in text
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import tracemalloc
 import urllib.request
-from collections.abc import Iterator
 from typing import Final
 
 import pytest
@@ -22,16 +21,9 @@ from symfonic_otel.emit.tenant_counters import TENANT_COUNTER_NAMES
 from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ReactLoopEndEvent
 from symfonic_otel.export.setup import configure_telemetry
-
-
-class Clock:
-    """Monotonic seconds that only move when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clocked_sdk import ClockedSdk
+from tests.support.configured_handler import handler_on
+from tests.support.manual_clock import Clock
 
 
 def _run(handler: OTelCallbackHandler, tenant: str, run_id: str, bail: bool = False) -> None:
@@ -85,59 +77,46 @@ def _count_points(reader: InMemoryMetricReader) -> int:
     )
 
 
-@pytest.fixture
-def sdk() -> Iterator[tuple[InMemoryMetricReader, MeterProvider]]:
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader], views=[cardinality_view()])
-    yield reader, provider
-    provider.shutdown()
-
-
 def test_the_default_idle_time_outlasts_the_longest_rule_window() -> None:
     three_days = 3 * 86_400.0  # the slow-burn alert's window, the longest any shipped rule reads
     assert three_days < DEFAULT_TENANT_IDLE_S <= three_days + 12 * 3_600
     assert ActiveTenants().max_tenants == 10_000
 
 
-def test_exactly_max_tenants_are_admitted_and_one_more_overflows(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
-    reader, provider = sdk
-    handler = OTelCallbackHandler(meter_provider=provider, max_tenants=3, clock=Clock())
+def test_exactly_max_tenants_are_admitted_and_one_more_overflows(clocked: ClockedSdk) -> None:
+    handler = clocked.handler(max_tenants=3)
     for index in range(4):
         _run(handler, f"t{index}", f"r{index}")
-    tenants = _tenant_points(reader)[semconv.AGENT_RUNS.name]
+    tenants = _tenant_points(clocked.reader)[semconv.AGENT_RUNS.name]
     assert tenants == {"t0", "t1", "t2", semconv.OVERFLOW_VALUE}
 
 
 def test_idle_exactly_at_the_limit_keeps_the_slot_one_tick_past_frees_it(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
+    clocked: ClockedSdk,
 ) -> None:
-    reader, provider = sdk
-    clock = Clock()
-    handler = OTelCallbackHandler(
-        meter_provider=provider, max_tenants=1, tenant_idle_s=600.0, clock=clock
-    )
+    handler = clocked.handler(max_tenants=1, tenant_idle_s=600.0)
     _run(handler, "old", "r1")
-    clock.now += 600.0  # idle exactly tenant_idle_s: still holds the only slot
+    clocked.clock.now += 600.0  # idle exactly tenant_idle_s: still holds the only slot
     _run(handler, "new", "r2")
-    assert _tenant_points(reader)[semconv.AGENT_RUNS.name] == {"old", semconv.OVERFLOW_VALUE}
-    clock.now += 0.001  # one tick past: the slot is free, "old" and its series are gone
+    assert _tenant_points(clocked.reader)[semconv.AGENT_RUNS.name] == {
+        "old",
+        semconv.OVERFLOW_VALUE,
+    }
+    clocked.clock.now += 0.001  # one tick past: the slot is free, "old" and its series are gone
     _run(handler, "new", "r3")
-    assert _tenant_points(reader)[semconv.AGENT_RUNS.name] == {"new", semconv.OVERFLOW_VALUE}
+    assert _tenant_points(clocked.reader)[semconv.AGENT_RUNS.name] == {
+        "new",
+        semconv.OVERFLOW_VALUE,
+    }
 
 
-def test_a_returning_tenant_starts_at_zero(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
-    reader, provider = sdk
-    clock = Clock()
-    handler = OTelCallbackHandler(meter_provider=provider, tenant_idle_s=60.0, clock=clock)
+def test_a_returning_tenant_starts_at_zero(clocked: ClockedSdk) -> None:
+    handler = clocked.handler(tenant_idle_s=60.0)
     for index in range(5):
         _run(handler, "acme", f"a{index}")
 
     def runs() -> float:
-        data = reader.get_metrics_data()
+        data = clocked.reader.get_metrics_data()
         assert data is not None
         return sum(
             p.value
@@ -150,7 +129,7 @@ def test_a_returning_tenant_starts_at_zero(
         )
 
     assert runs() == 5
-    clock.now += 61.0
+    clocked.clock.now += 61.0
     assert runs() == 0  # forgotten at the collection after its idle time
     _run(handler, "acme", "b0")
     assert runs() == 1
@@ -160,12 +139,7 @@ def test_an_idle_tenant_vanishes_from_the_prometheus_endpoint() -> None:
     clock = Clock()
     telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
     try:
-        handler = OTelCallbackHandler(
-            tracer_provider=telemetry.tracer_provider,
-            meter_provider=telemetry.meter_provider,
-            tenant_idle_s=60.0,
-            clock=clock,
-        )
+        handler = handler_on(telemetry, tenant_idle_s=60.0, clock=clock)
         _run(handler, "gone", "g1", bail=True)
         _run(handler, "stays", "s1")
         url = f"http://127.0.0.1:{telemetry.prometheus_port}/metrics"

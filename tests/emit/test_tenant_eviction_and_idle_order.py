@@ -11,36 +11,19 @@ test clock.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
-from symfonic_otel.emit.budget import cardinality_view, series_budget
+from symfonic_otel.emit.budget import series_budget
 from symfonic_otel.emit.tenants import ActiveTenants
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
+from tests.support.clocked_sdk import ClockedSdk
+from tests.support.manual_clock import Clock
 
 IDLE = 600.0
-
-
-class Clock:
-    """Monotonic seconds that only move when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def sdk() -> Iterator[tuple[InMemoryMetricReader, MeterProvider]]:
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader], views=[cardinality_view()])
-    yield reader, provider
-    provider.shutdown()
 
 
 def _points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[str, object], float]]:
@@ -85,63 +68,49 @@ def test_every_listener_hears_of_an_eviction_when_one_fails() -> None:
     assert len(tenants) == 0
 
 
-def test_activity_moves_a_tenant_behind_the_idle_ones(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
+def test_activity_moves_a_tenant_behind_the_idle_ones(clocked: ClockedSdk) -> None:
     """'a' starts first but keeps working in a long run; 'b' goes idle: 'b' gives its slot."""
-    reader, provider = sdk
-    clock = Clock()
-    handler = OTelCallbackHandler(
-        meter_provider=provider, max_tenants=2, tenant_idle_s=IDLE, clock=clock
-    )
+    handler = clocked.handler(max_tenants=2, tenant_idle_s=IDLE)
     with tenant_scope("a"):
         handler.agent_start(AgentStartEvent("q", "long"))
-    clock.now += 1
+    clocked.clock.now += 1
     _run(handler, "b", "rb")
-    clock.now += IDLE - 100  # 'b' idle for IDLE - 100: still holds its slot
+    clocked.clock.now += IDLE - 100  # 'b' idle for IDLE - 100: still holds its slot
     with tenant_scope("a"):  # the long run's model call counts tokens for 'a'
         handler.llm_end(
             LLMEndEvent(model="m", output="x", usage={"input_tokens": 1}, run_id="long")
         )
-    clock.now += 101  # 'b' one second past IDLE, 'a' active 101 s ago
+    clocked.clock.now += 101  # 'b' one second past IDLE, 'a' active 101 s ago
     _run(handler, "c", "rc")
     with tenant_scope("a"):
         handler.agent_end(AgentEndEvent("long", "answer", 10.0, 1))
-    assert _run_tenants(reader) == {"a", "c"}
+    assert _run_tenants(clocked.reader) == {"a", "c"}
 
 
-def test_every_handler_on_a_provider_forgets_its_idle_tenants(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
-    reader, provider = sdk
-    clock = Clock()
+def test_every_handler_on_a_provider_forgets_its_idle_tenants(clocked: ClockedSdk) -> None:
     handlers = [
-        OTelCallbackHandler(
-            meter_provider=provider, agent_name=name, tenant_idle_s=IDLE, clock=clock
-        )
+        clocked.handler(agent_name=name, tenant_idle_s=IDLE)
         for name in ("first", "second", "third")
     ]
     for index, handler in enumerate(handlers):
         _run(handler, f"t{index}", f"r{index}")
-    assert _run_tenants(reader) == {"t0", "t1", "t2"}
-    clock.now += IDLE  # exactly idle: kept
-    assert _run_tenants(reader) == {"t0", "t1", "t2"}
-    clock.now += 0.001
-    assert _run_tenants(reader) == set()
+    assert _run_tenants(clocked.reader) == {"t0", "t1", "t2"}
+    clocked.clock.now += IDLE  # exactly idle: kept
+    assert _run_tenants(clocked.reader) == {"t0", "t1", "t2"}
+    clocked.clock.now += 0.001
+    assert _run_tenants(clocked.reader) == set()
 
 
 @pytest.mark.parametrize(("after_s", "exported"), [(IDLE, 1), (IDLE + 0.001, 0)])
 def test_a_collected_handler_s_totals_last_exactly_one_idle_time(
-    sdk: tuple[InMemoryMetricReader, MeterProvider], after_s: float, exported: int
+    clocked: ClockedSdk, after_s: float, exported: int
 ) -> None:
-    reader, provider = sdk
-    clock = Clock()
-    handler = OTelCallbackHandler(meter_provider=provider, tenant_idle_s=IDLE, clock=clock)
+    handler = clocked.handler(tenant_idle_s=IDLE)
     _run(handler, "acme", "r")
     del handler
     gc.collect()
-    clock.now += after_s
-    assert sum(v for _, v in _points(reader, semconv.AGENT_RUNS.name)) == exported
+    clocked.clock.now += after_s
+    assert sum(v for _, v in _points(clocked.reader, semconv.AGENT_RUNS.name)) == exported
 
 
 def test_with_tenant_histograms_the_budget_bounds_each_tenant_s_sets(

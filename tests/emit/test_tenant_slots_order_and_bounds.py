@@ -4,44 +4,37 @@ give way one past it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 from symfonic_otel import semconv
 from symfonic_otel.emit.tenants import ActiveTenants
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.manual_clock import Clock
 
 
 def _tenants(max_tenants: int = 2, idle_s: float = 10.0) -> tuple[ActiveTenants, Clock]:
-    clock = Clock()
+    clock = Clock(now=0.0)
     return ActiveTenants(max_tenants, idle_s, clock), clock
 
 
-def test_a_tenant_admitted_again_moves_behind_the_ones_seen_since() -> None:
+def _admit_again(tenants: ActiveTenants, name: str) -> None:
+    assert tenants(name) == name  # a known tenant is admitted again, never refused
+
+
+@pytest.mark.parametrize("seen", [_admit_again, ActiveTenants.touch], ids=["admitted", "touched"])
+def test_a_tenant_seen_again_moves_behind_the_ones_seen_since(
+    seen: Callable[[ActiveTenants, str], None],
+) -> None:
     tenants, clock = _tenants()
     tenants("a")
     clock.now = 1.0
     tenants("b")
     clock.now = 8.0
-    assert tenants("a") == "a"  # re-admission: a is now the most recent
+    seen(tenants, "a")  # a is now the most recent
     assert tenants.expire(11.5) == ["b"]  # b idle 10.5 s; a idle 3.5 s stays
     assert "a" in tenants
     assert tenants.expire(18.5) == ["a"]
-
-
-def test_a_touched_tenant_moves_behind_the_ones_seen_since() -> None:
-    tenants, clock = _tenants()
-    tenants("a")
-    clock.now = 1.0
-    tenants("b")
-    clock.now = 8.0
-    tenants.touch("a")
-    assert tenants.expire(11.5) == ["b"]
-    assert "a" in tenants
 
 
 def test_a_full_registry_admits_exactly_max_tenants_and_refuses_the_next() -> None:

@@ -4,6 +4,9 @@ itself (its series, their count) is what it holds."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -11,6 +14,7 @@ from symfonic_otel import semconv
 from symfonic_otel.emit.tenant_counters import TenantCounters
 from symfonic_otel.emit.tenant_hub import hub_for
 from symfonic_otel.emit.tenants import ActiveTenants
+from tests.support.manual_clock import Clock
 
 RUNS = semconv.AGENT_RUNS.name
 ACME = {semconv.TENANT_ID: "acme"}
@@ -28,29 +32,39 @@ def _runs(reader: InMemoryMetricReader) -> list[tuple[float, list[tuple[int, int
     ]
 
 
-def test_a_tenant_leaving_one_handler_twice_keeps_both_lives_in_the_sum() -> None:
-    clock = [0.0]
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader])
-    steady, coming_and_going = (
-        TenantCounters(ActiveTenants(idle_s=10, clock=lambda: clock[0]), 10) for _ in range(2)
-    )
-    hub = hub_for(provider)
-    hub.add_store(steady)
-    hub.add_store(coming_and_going)
-    try:
-        steady.add(RUNS, "acme", ACME, 1)
-        for value in (2, 3):  # two lives in the second handler, each seen, then gone
-            coming_and_going.add(RUNS, "acme", ACME, value)
-            assert _runs(reader)
-            clock[0] += 6
-            steady.add(RUNS, "acme", ACME, 1)  # acme stays active in the first handler
-            clock[0] += 6
-            assert [value for value, _ in _runs(reader)]  # the second handler's acme left
-            assert not coming_and_going.knows("acme") and steady.knows("acme")
-        assert [value for value, _ in _runs(reader)] == [1 + 2 + 1 + 3 + 1]
-    finally:
-        provider.shutdown()
+@dataclass(frozen=True)
+class _TwoHandlers:
+    """The stores of two handlers on one provider; their tenants idle after 10 s of ``clock``."""
+
+    reader: InMemoryMetricReader
+    provider: MeterProvider
+    clock: Clock
+    stores: tuple[TenantCounters, TenantCounters]
+
+
+@pytest.fixture
+def two(sdk: tuple[InMemoryMetricReader, MeterProvider]) -> _TwoHandlers:
+    reader, provider = sdk
+    clock = Clock(now=0.0)
+    first, second = (TenantCounters(ActiveTenants(idle_s=10, clock=clock), 10) for _ in range(2))
+    for store in (first, second):
+        hub_for(provider).add_store(store)
+    return _TwoHandlers(reader, provider, clock, (first, second))
+
+
+def test_a_tenant_leaving_one_handler_twice_keeps_both_lives_in_the_sum(two: _TwoHandlers) -> None:
+    reader, clock = two.reader, two.clock
+    steady, coming_and_going = two.stores
+    steady.add(RUNS, "acme", ACME, 1)
+    for value in (2, 3):  # two lives in the second handler, each seen, then gone
+        coming_and_going.add(RUNS, "acme", ACME, value)
+        assert _runs(reader)
+        clock.now += 6
+        steady.add(RUNS, "acme", ACME, 1)  # acme stays active in the first handler
+        clock.now += 6
+        assert [value for value, _ in _runs(reader)]  # the second handler's acme left
+        assert not coming_and_going.knows("acme") and steady.knows("acme")
+    assert [value for value, _ in _runs(reader)] == [1 + 2 + 1 + 3 + 1]
 
 
 def test_the_sum_over_handlers_carries_the_latest_exemplar_of_any() -> None:
@@ -89,24 +103,14 @@ def test_what_the_store_reports_of_itself_is_what_it_holds() -> None:
     assert (store.series_count(RUNS), store.series_count()) == (1, 1)
 
 
-def test_an_expired_orphan_goes_and_the_live_handlers_stay() -> None:
-    clock = [0.0]
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader])
-    live, orphan = (
-        TenantCounters(ActiveTenants(idle_s=10, clock=lambda: clock[0]), 10) for _ in range(2)
-    )
-    for store in (live, orphan):
-        hub_for(provider).add_store(store)
-    try:
-        live.add(RUNS, "acme", ACME, 1)
-        orphan.add(RUNS, "globex", {semconv.TENANT_ID: "globex"}, 5)
-        orphan.orphan()  # its handler was collected: reported for one idle time more
-        clock[0] = 5
-        live.add(RUNS, "acme", ACME, 1)
-        assert sorted(value for value, _ in _runs(reader)) == [2, 5]
-        clock[0] = 11  # the orphan's idle time has passed; acme's has not
-        assert [value for value, _ in _runs(reader)] == [2]
-        assert hub_for(provider).stores == [live]
-    finally:
-        provider.shutdown()
+def test_an_expired_orphan_goes_and_the_live_handlers_stay(two: _TwoHandlers) -> None:
+    live, orphan = two.stores
+    live.add(RUNS, "acme", ACME, 1)
+    orphan.add(RUNS, "globex", {semconv.TENANT_ID: "globex"}, 5)
+    orphan.orphan()  # its handler was collected: reported for one idle time more
+    two.clock.now = 5
+    live.add(RUNS, "acme", ACME, 1)
+    assert sorted(value for value, _ in _runs(two.reader)) == [2, 5]
+    two.clock.now = 11  # the orphan's idle time has passed; acme's has not
+    assert [value for value, _ in _runs(two.reader)] == [2]
+    assert hub_for(two.provider).stores == [live]

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from symfonic_otel import OTelCallbackHandler, semconv
+from symfonic_otel import semconv
 from symfonic_otel.events import AgentStartEvent
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
+from tests.support.configured_handler import handler_on, shut_one_of_two
 from tests.support.hostile_events import CASES, TIMING_CASES, good_run, play
 from tests.support.otlp_receiver import (
     GrpcOtlpReceiver,
@@ -50,12 +51,6 @@ def _configure(**kwargs: Any) -> Telemetry:
     return configure_telemetry(**kwargs)
 
 
-def _handler(telemetry: Telemetry, **kwargs: Any) -> OTelCallbackHandler:
-    return OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, **kwargs
-    )
-
-
 def _last_points(receiver: OtlpReceiver, name: str) -> list[ReceivedPoint]:
     """Points of ``name`` in the last metrics export (cumulative: the final totals)."""
     requests = receiver.metric_requests()
@@ -81,7 +76,7 @@ def _run_ids(receiver: OtlpReceiver) -> list[str]:
 def test_every_span_arrives_when_hostile_events_share_the_batches(receiver: OtlpReceiver) -> None:
     with capture_logs() as logs:
         telemetry = _configure()
-        handler = _handler(telemetry, capture_content=True)
+        handler = handler_on(telemetry, capture_content=True)
         hostile_ids: dict[str, str] = {}
         names = sorted(CASES)
         for index in range(GOOD_RUNS):
@@ -160,7 +155,7 @@ def test_spans_a_dead_collector_never_got_are_counted(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
     with capture_logs() as logs:
         telemetry = _configure()
-        handler = _handler(telemetry)
+        handler = handler_on(telemetry)
         for index in range(10):
             good_run(handler, f"lost-{index}")
         telemetry.tracer_provider.force_flush(5_000)
@@ -180,7 +175,7 @@ def test_runs_past_their_ttl_close_without_new_traffic(
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
     telemetry = _configure(export_interval_ms=200)
     try:
-        handler = _handler(telemetry, run_ttl_s=0.3)
+        handler = handler_on(telemetry, run_ttl_s=0.3)
         for index in range(3):
             handler.agent_start(AgentStartEvent("q", f"stale-{index}"))
         # No further event of any kind; the periodic reader's collections do the sweep.
@@ -204,7 +199,7 @@ def test_runs_past_their_ttl_close_without_new_traffic(
 def test_open_runs_at_shutdown_reach_the_backend_as_abandoned(receiver: OtlpReceiver) -> None:
     with capture_logs() as logs:
         telemetry = _configure()
-        handler = _handler(telemetry, agent_name="support")
+        handler = handler_on(telemetry, agent_name="support")
         for index in range(5):
             handler.agent_start(AgentStartEvent("q", f"open-{index}"))
         good_run(handler, "finished")
@@ -300,11 +295,7 @@ def test_process_exit_closes_open_runs_before_the_final_flush(
 def test_shutdown_leaves_handlers_of_other_providers_alone(receiver: OtlpReceiver) -> None:
     first, second = _configure(), _configure()
     try:
-        mine, theirs = _handler(first), _handler(second)
-        mine.agent_start(AgentStartEvent("q", "mine"))
-        theirs.agent_start(AgentStartEvent("q", "theirs"))
-        first.shutdown(timeout_millis=5_000)
-        assert (mine.open_runs, theirs.open_runs) == (0, 1)
+        theirs = shut_one_of_two(first, second)
     finally:
         second.shutdown(timeout_millis=5_000)
     assert theirs.open_runs == 0

@@ -27,8 +27,9 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.emit.tenant_counters import TENANT_COUNTER_NAMES
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
-from tests.emit.test_tenant_churn import Clock, _run
+from tests.emit.test_tenant_churn import _run
 from tests.export.test_otlp_scale import _configure
+from tests.support.manual_clock import Clock
 from tests.support.otlp_receiver import HttpOtlpReceiver, ReceivedPoint, points_of
 
 pytestmark = pytest.mark.usefixtures("clean_otel_env")  # no OTEL_ variable leaks in

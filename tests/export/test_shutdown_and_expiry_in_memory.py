@@ -25,9 +25,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from structlog.testing import capture_logs
 
-from symfonic_otel import OTelCallbackHandler, semconv
+from symfonic_otel import semconv
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
+from tests.support.configured_handler import handler_on, shut_one_of_two
 
 
 class _LastExport(MetricExporter):
@@ -71,12 +72,6 @@ def _configure(spans: InMemorySpanExporter, readers: Sequence[Any]) -> Telemetry
     )
 
 
-def _handler(telemetry: Telemetry, **kwargs: Any) -> OTelCallbackHandler:
-    return OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, **kwargs
-    )
-
-
 def _abandoned(spans: InMemorySpanExporter) -> list[str]:
     return sorted(
         str((s.attributes or {})[semconv.RUN_ID])
@@ -90,7 +85,7 @@ def test_open_runs_at_shutdown_are_exported_as_abandoned_and_counted() -> None:
     reader = PeriodicExportingMetricReader(metrics, export_interval_millis=3_600_000)
     with capture_logs() as logs:
         telemetry = _configure(spans, [reader])
-        handler = _handler(telemetry, agent_name="support")
+        handler = handler_on(telemetry, agent_name="support")
         for index in range(5):
             handler.agent_start(AgentStartEvent("q", f"open-{index}"))
         handler.agent_start(AgentStartEvent("q", "finished"))
@@ -113,11 +108,7 @@ def test_shutdown_leaves_the_runs_of_handlers_on_other_providers_open() -> None:
     first = _configure(mine_spans, [InMemoryMetricReader()])
     second = _configure(their_spans, [InMemoryMetricReader()])
     try:
-        mine, theirs = _handler(first), _handler(second)
-        mine.agent_start(AgentStartEvent("q", "mine"))
-        theirs.agent_start(AgentStartEvent("q", "theirs"))
-        first.shutdown(timeout_millis=5_000)
-        assert (mine.open_runs, theirs.open_runs) == (0, 1)
+        theirs = shut_one_of_two(first, second)
         assert (_abandoned(mine_spans), _abandoned(their_spans)) == (["mine"], [])
     finally:
         second.shutdown(timeout_millis=5_000)
@@ -129,7 +120,7 @@ def test_runs_past_their_ttl_close_at_the_next_collection_without_new_traffic() 
     spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
     telemetry = _configure(spans, [reader])
     try:
-        handler = _handler(telemetry, run_ttl_s=0.05)
+        handler = handler_on(telemetry, run_ttl_s=0.05)
         for index in range(3):
             handler.agent_start(AgentStartEvent("q", f"stale-{index}"))
         data = reader.get_metrics_data()  # before the TTL: nothing closes

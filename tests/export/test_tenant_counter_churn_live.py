@@ -8,11 +8,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import subprocess
-import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -22,10 +21,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.export.setup import configure_telemetry
-from tests.emit.test_tenant_churn import Clock, _run
+from tests.emit.test_tenant_churn import _run
+from tests.support.configured_handler import handler_on
 from tests.support.exposition_traffic import parse, play_traffic, scrape
+from tests.support.manual_clock import Clock
 from tests.support.otlp_receiver import HttpOtlpReceiver, points_of
-from tests.support.prometheus_support import PrometheusServer, require_binary
+from tests.support.prometheus_support import require_binary
+from tests.support.stored_exemplars import storing_exemplars, trace_ids
 
 TENANTS: Final = 12_000
 ACTIVE: Final = 400
@@ -129,16 +131,9 @@ def test_prometheus_returns_the_paging_tenants_bailing_trace_as_an_exemplar(
     spans = InMemorySpanExporter()
     telemetry = configure_telemetry(otlp=False, prometheus_port=0, set_global=False)
     telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    handler = OTelCallbackHandler(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-    )
-    target = f"127.0.0.1:{telemetry.prometheus_port}"
+    handler = handler_on(telemetry)
     try:
-        with PrometheusServer(
-            tmp_path, scrape_targets=[target], extra_args=["--enable-feature=exemplar-storage"]
-        ) as prometheus:
-            assert prometheus.wait_for(lambda: prometheus.query("up == 1"), timeout_s=30)
-            started = time.time()
+        with storing_exemplars(tmp_path, telemetry) as exemplars:
             asyncio.run(play_traffic(handler))
             bailing = {
                 f"{span.context.trace_id:032x}"
@@ -146,26 +141,10 @@ def test_prometheus_returns_the_paging_tenants_bailing_trace_as_an_exemplar(
                 if span.name.startswith("invoke_agent")
                 and str((span.attributes or {}).get(semconv.RUN_ID, "")).startswith("globex-")
             }
-
-            def stored() -> list[Any]:
-                return list(
-                    prometheus.api(
-                        "query_exemplars",
-                        [
-                            ("query", 'symfonic_react_silent_bails_total{tenant_id="globex"}'),
-                            ("start", str(started - 60)),
-                            ("end", str(time.time() + 60)),
-                        ],
-                    )
-                    or []
-                )
-
-            series = prometheus.wait_for(stored, timeout_s=30)
-            assert series, prometheus.log_tail()
+            series = exemplars.wait_for('symfonic_react_silent_bails_total{tenant_id="globex"}')
     finally:
         telemetry.shutdown()
-    trace_ids = {e["labels"]["trace_id"] for entry in series for e in entry["exemplars"]}
-    assert trace_ids and trace_ids <= bailing
+    assert trace_ids(series) and trace_ids(series) <= bailing
     assert {entry["seriesLabels"]["tenant_id"] for entry in series} == {"globex"}
 
 

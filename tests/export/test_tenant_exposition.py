@@ -7,7 +7,6 @@ over HTTP): every sample line that carries ``tenant_id`` is a line that tenant c
 from __future__ import annotations
 
 import re
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from symfonic_otel.events import (
     ToolCallStartEvent,
 )
 from symfonic_otel.export.setup import configure_telemetry
+from tests.support.exposition_traffic import scrape
 
 # The series-budget table lives in the metrics reference of the docs site.
 README = Path(__file__).resolve().parents[2] / "docs" / "reference" / "metrics.md"
@@ -77,9 +77,7 @@ def _tenant_lines(tenant_histograms: bool, tenants: int = 60) -> Counter[str]:
                     handler.agent_end(
                         AgentEndEvent(run_id, "answer", 2.0, 2, stop_reason="end_turn")
                     )
-        url = f"http://127.0.0.1:{telemetry.prometheus_port}/metrics"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            text = response.read().decode()
+        text = scrape(telemetry.prometheus_port or 0)
     finally:
         telemetry.shutdown(timeout_millis=5_000)
     lines = Counter[str]()
@@ -202,9 +200,7 @@ def test_readme_per_tenant_sets_match_the_endpoint() -> None:
             handler.agent_end(AgentEndEvent("paused", None, 5.0, 1))
             handler.agent_start(AgentStartEvent("q", "abandoned"))
         handler.close_open_runs()
-        url = f"http://127.0.0.1:{telemetry.prometheus_port}/metrics"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            text = response.read().decode()
+        text = scrape(telemetry.prometheus_port or 0)
     finally:
         telemetry.shutdown(timeout_millis=5_000)
     served = Counter[str]()

@@ -16,19 +16,13 @@ import yaml
 from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, ReactLoopEndEvent
 from symfonic_otel.export.setup import configure_telemetry
+from tests.support.configured_handler import handler_on
 from tests.support.fleet_support import shortened_rules, silent_bail_pages
+from tests.support.manual_clock import Clock
 from tests.support.prometheus_support import PrometheusServer, require_binary
 
 RULES = Path(__file__).resolve().parents[2] / "dashboards" / "prometheus" / "symfonic-rules.yml"
 FACTOR = 120  # 1h -> 30 s, 5m -> 10 s (the floor), for: 2m -> 1 s
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _runs(handler: OTelCallbackHandler, prefix: str, count: int, bail_every: int = 0) -> None:
@@ -53,12 +47,7 @@ def test_a_tenant_that_leaves_and_returns_pages_again(tmp_path: Path) -> None:
     clock = Clock()
     telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
     try:
-        handler = OTelCallbackHandler(
-            tracer_provider=telemetry.tracer_provider,
-            meter_provider=telemetry.meter_provider,
-            tenant_idle_s=60.0,
-            clock=clock,
-        )
+        handler = handler_on(telemetry, tenant_idle_s=60.0, clock=clock)
         target = f"127.0.0.1:{telemetry.prometheus_port}"
         with PrometheusServer(
             tmp_path / "prom", scrape_targets=[target], rule_files=[rules]

@@ -11,10 +11,8 @@ and histograms alike) arrived at the OTLP receiver.
 from __future__ import annotations
 
 import asyncio
-import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -25,9 +23,12 @@ from structlog.testing import capture_logs
 
 from symfonic_otel import OTelCallbackHandler
 from symfonic_otel.export.setup import Telemetry, configure_telemetry
-from tests.support.otlp_receiver import GrpcOtlpReceiver
-from tests.support.prometheus_support import PrometheusServer, require_binary
+from tests.support.configured_handler import handler_on
+from tests.support.prometheus_support import require_binary
+from tests.support.recorded import reader_points
+from tests.support.retaining_telemetry import retaining_telemetry
 from tests.support.retention_runs import PlannedRun, plan, play_all
+from tests.support.stored_exemplars import storing_exemplars, trace_ids
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
@@ -70,15 +71,7 @@ def test_without_a_trace_exporter_no_exemplar_names_a_trace() -> None:
         )
         _bails(handler, "before")
         assert _exemplar_trace_ids(_scrape(telemetry)) == {}
-        data = reader.get_metrics_data()
-        assert data is not None
-        points = [
-            point
-            for resource in data.resource_metrics
-            for scope in resource.scope_metrics
-            for metric in scope.metrics
-            for point in metric.data.data_points
-        ]
+        points = reader_points(reader)
         assert points and not any(getattr(p, "exemplars", None) for p in points)
 
         # An exporter added afterwards: from then on the exemplars name its traces.
@@ -97,43 +90,21 @@ def test_prometheus_exemplars_at_one_percent_all_name_traces_at_the_receiver(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_binary("prometheus")
-    with GrpcOtlpReceiver() as receiver:
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
-        telemetry = configure_telemetry(
-            prometheus_port=0, set_global=False, healthy_trace_ratio=0.01
-        )
-        assert telemetry.retention is not None
-        handler = OTelCallbackHandler(
-            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-        )
-        target = f"127.0.0.1:{telemetry.prometheus_port}"
+    with retaining_telemetry(monkeypatch) as (receiver, telemetry):
+        handler = handler_on(telemetry)
         try:
-            with PrometheusServer(
-                tmp_path, scrape_targets=[target], extra_args=["--enable-feature=exemplar-storage"]
-            ) as prometheus:
-                assert prometheus.wait_for(lambda: prometheus.query("up == 1"), timeout_s=30)
-                started = time.time()
+            with storing_exemplars(tmp_path, telemetry) as exemplars:
                 asyncio.run(play_all(handler, plan(400)))
                 paging = "tenant-00"  # one of the tenants with bails
-
-                def stored(query: str) -> list[Any]:
-                    window = [("start", str(started - 60)), ("end", str(time.time() + 60))]
-                    found = prometheus.api("query_exemplars", [("query", query), *window])
-                    return list(found or [])
-
                 bails = f'symfonic_react_silent_bails_total{{tenant_id="{paging}"}}'
-                series = prometheus.wait_for(lambda: stored(bails), timeout_s=30)
-                assert series, prometheus.log_tail()
-                histograms = stored("gen_ai_client_operation_duration_seconds_bucket")
+                series = exemplars.wait_for(bails)
+                histograms = exemplars.of("gen_ai_client_operation_duration_seconds_bucket")
         finally:
             assert telemetry.shutdown()
         at_receiver = {span.trace_id for span in receiver.spans()}
 
-    bail_ids = {e["labels"]["trace_id"] for entry in series for e in entry["exemplars"]}
-    assert bail_ids and bail_ids <= at_receiver
+    assert trace_ids(series) and trace_ids(series) <= at_receiver
     assert {entry["seriesLabels"]["tenant_id"] for entry in series} == {paging}
-    histogram_ids = {e["labels"]["trace_id"] for entry in histograms for e in entry["exemplars"]}
-    assert histogram_ids and histogram_ids <= at_receiver
+    assert trace_ids(histograms) and trace_ids(histograms) <= at_receiver
     # Most traces were not exported: the exemplars were chosen, not lucky.
     assert len(at_receiver) < 0.5 * 400

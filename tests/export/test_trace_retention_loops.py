@@ -18,8 +18,9 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ToolResultEvent
-from symfonic_otel.export.setup import Telemetry, configure_telemetry
-from tests.support.otlp_receiver import GrpcOtlpReceiver
+from symfonic_otel.export.setup import Telemetry
+from tests.support.configured_handler import handler_on
+from tests.support.retaining_telemetry import retaining_telemetry
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 RUNS = 300
@@ -76,16 +77,8 @@ def _looping_exemplars(telemetry: Telemetry) -> dict[str, set[str]]:
 def test_looping_runs_are_exported_whole_at_one_percent_and_their_exemplar_names_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with GrpcOtlpReceiver() as receiver:
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
-        telemetry = configure_telemetry(
-            prometheus_port=0, set_global=False, healthy_trace_ratio=0.01
-        )
-        assert telemetry.retention is not None
-        handler = OTelCallbackHandler(
-            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
-        )
+    with retaining_telemetry(monkeypatch) as (receiver, telemetry):
+        handler = handler_on(telemetry)
         looping: set[int] = set()
         healthy: set[int] = set()
         try:

@@ -292,13 +292,8 @@ def test_odd_attribute_types_never_fail(peer: Peer) -> None:
     assert peer.total(semconv.DROPPED_EVENTS) == 0
 
 
-def test_a_failure_inside_the_processor_never_reaches_the_sdk(
-    peer: Peer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def broken(*args: Any) -> None:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(peer.processor, "_on_end", broken)
+@pytest.mark.usefixtures("failing_on_end")
+def test_a_failure_inside_the_processor_never_reaches_the_sdk(peer: Peer) -> None:
     peer.run(("tool_calls", None))  # would raise out of span.end() if the guard let it
     drops = {semconv.TELEMETRY_DROP_REASON: "internal_error"}
     assert peer.total(semconv.DROPPED_EVENTS, **drops) == 2  # the chat span and the agent span

@@ -9,6 +9,7 @@ checks the shapes against the real ones), on a real SDK provider.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -98,13 +99,8 @@ def test_a_parent_that_ends_on_its_sub_agent_is_judged_on_what_the_sub_agent_gav
 # --- losses --------------------------------------------------------------------------------
 
 
-def test_a_failure_inside_the_processor_is_a_span_end_loss(
-    peer: Peer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def broken(*args: Any) -> None:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(peer.processor, "_on_end", broken)
+@pytest.mark.usefixtures("failing_on_end")
+def test_a_failure_inside_the_processor_is_a_span_end_loss(peer: Peer) -> None:
     peer.agent_run(chat())
     [(attrs, value)] = peer.memory.points(semconv.DROPPED_EVENTS.name)
     assert attrs == {
@@ -115,13 +111,9 @@ def test_a_failure_inside_the_processor_is_a_span_end_loss(
 
 
 def test_a_loss_that_cannot_be_counted_is_logged_once_as_such(
-    peer: Peer, monkeypatch: pytest.MonkeyPatch
+    peer: Peer, monkeypatch: pytest.MonkeyPatch, failing_on_end: Callable[..., None]
 ) -> None:
-    def broken(*args: Any) -> None:
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(peer.processor, "_on_end", broken)
-    monkeypatch.setattr(peer.processor._metrics, "dropped", broken)
+    monkeypatch.setattr(peer.processor._metrics, "dropped", failing_on_end)
     with capture_logs() as logs:
         peer.agent_run(chat())  # two spans: each failure logged once per kind
     failures = [entry for entry in logs if entry["event"] == "symfonic_otel.internal_failure"]

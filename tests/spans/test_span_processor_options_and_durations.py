@@ -14,20 +14,15 @@ from opentelemetry import trace
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
 from symfonic_otel import semconv
-from symfonic_otel.spans import SilentBailSpanProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.span_peer import Peer as SpanPeer
 
 RUNS = semconv.AGENT_RUNS.name
 
 
-class Peer:
-    """Another instrumentation's GenAI spans, on the provider the processor watches."""
-
-    def __init__(self, memory: InMemoryTelemetry, **options: Any) -> None:
-        self.memory = memory
-        self.processor = SilentBailSpanProcessor(meter_provider=memory.meter_provider, **options)
-        memory.tracer_provider.add_span_processor(self.processor)
-        self.tracer = memory.tracer_provider.get_tracer("peer-instrumentation")
+class Peer(SpanPeer):
+    """Another instrumentation's GenAI spans, with the tenant and timing options these tests
+    set on its agent span."""
 
     @contextmanager
     def agent(self, tenant: str | None = None, **kwargs: Any) -> Iterator[trace.Span]:

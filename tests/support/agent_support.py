@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -15,6 +15,11 @@ from symfonic_otel.testing.scripted import ScriptedCall
 
 def call(name: str, args: dict[str, Any] | None = None, call_id: str = "c1") -> dict[str, Any]:
     return {"name": name, "args": args or {}, "id": call_id, "type": "tool_call"}
+
+
+def invalid_call(call_id: str, args: str, error: str, name: str = "add") -> dict[str, Any]:
+    """A tool call whose arguments the provider adapter could not parse (``invalid_tool_calls``)."""
+    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
 
 
 def turn(
@@ -67,26 +72,31 @@ def explode(reason: str) -> str:
 TOOLS = (add, lookup, explode)
 
 
+def _records(kind: str) -> Callable[[Recorder, Any], None]:
+    def record(self: Recorder, event: Any) -> None:
+        self.events.append((kind, event))
+
+    return record
+
+
+def _records_async(kind: str) -> Callable[[Recorder, Any], Coroutine[Any, Any, None]]:
+    async def record(self: Recorder, event: Any) -> None:
+        self.events.append((kind, event))
+
+    return record
+
+
 class Recorder:
     """A duck-typed handler recording every event; async and sync methods mixed on purpose."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, Any]] = []
 
-    async def on_agent_start(self, event: Any) -> None:
-        self.events.append(("agent_start", event))
-
-    def on_agent_end(self, event: Any) -> None:
-        self.events.append(("agent_end", event))
-
-    async def on_llm_end(self, event: Any) -> None:
-        self.events.append(("llm_end", event))
-
-    def on_react_loop_end(self, event: Any) -> None:
-        self.events.append(("react_loop_end", event))
-
-    async def on_fabrication_detected(self, event: Any) -> None:
-        self.events.append(("fabrication_detected", event))
+    on_agent_start = _records_async("agent_start")
+    on_agent_end = _records("agent_end")
+    on_llm_end = _records_async("llm_end")
+    on_react_loop_end = _records("react_loop_end")
+    on_fabrication_detected = _records_async("fabrication_detected")
 
     def of(self, kind: str) -> list[Any]:
         return [event for name, event in self.events if name == kind]
@@ -102,26 +112,13 @@ class FullRecorder(Recorder):
     methods: the duck typing of the dispatcher is exercised both ways.
     """
 
-    def on_llm_start(self, event: Any) -> None:
-        self.events.append(("llm_start", event))
-
-    async def on_node_start(self, event: Any) -> None:
-        self.events.append(("node_start", event))
-
-    def on_node_end(self, event: Any) -> None:
-        self.events.append(("node_end", event))
-
-    async def on_node_error(self, event: Any) -> None:
-        self.events.append(("node_error", event))
-
-    async def on_tool_call_start(self, event: Any) -> None:
-        self.events.append(("tool_call_start", event))
-
-    def on_tool_result(self, event: Any) -> None:
-        self.events.append(("tool_result", event))
-
-    def on_text_delta(self, event: Any) -> None:
-        self.events.append(("text_delta", event))
+    on_llm_start = _records("llm_start")
+    on_node_start = _records_async("node_start")
+    on_node_end = _records("node_end")
+    on_node_error = _records_async("node_error")
+    on_tool_call_start = _records_async("tool_call_start")
+    on_tool_result = _records("tool_result")
+    on_text_delta = _records("text_delta")
 
     def sequence(self, *, deltas: bool = False) -> list[str]:
         """Event kinds with the node or tool they concern: ``node_start:react``, ``tool_result:c1``.

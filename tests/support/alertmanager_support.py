@@ -19,13 +19,14 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.support.fleet_support import scale_duration
+from tests.support.fleet_support import DASHBOARDS, scale_duration
 from tests.support.prometheus_support import LoopbackDaemon, require_binary
 from tests.support.wire_server import POLL_S
 
@@ -138,23 +139,18 @@ class AlertmanagerServer(LoopbackDaemon):
     """Runs ``prometheus-alertmanager`` on a free 127.0.0.1 port with ``config``."""
 
     name = "alertmanager"
+    config_file = "alertmanager.yml"
 
     def __init__(self, workdir: Path, config: dict[str, Any]) -> None:
         super().__init__(workdir)
         self.config = config
 
+    def config_text(self) -> str:
+        return yaml.safe_dump(self.config, sort_keys=False)
+
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def config_path(self) -> Path:
-        return self.workdir / "alertmanager.yml"
-
-    def start(self, timeout_s: float = 30.0) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
-        self._launch(timeout_s)
 
     def command(self, port: int) -> list[str]:
         return [
@@ -170,3 +166,23 @@ class AlertmanagerServer(LoopbackDaemon):
         """Alerts Alertmanager holds (API v2): ``labels``, ``annotations``, ``status``."""
         with urllib.request.urlopen(f"{self.url}/api/v2/alerts", timeout=10) as response:
             return list(json.loads(response.read()))
+
+
+def shipped_alertmanager_config() -> dict[str, Any]:
+    """The example Alertmanager configuration shipped in dashboards/alertmanager/."""
+    loaded: dict[str, Any] = yaml.safe_load(
+        (DASHBOARDS / "alertmanager/alertmanager.yml").read_text()
+    )
+    return loaded
+
+
+@contextmanager
+def paging_alertmanager(
+    workdir: Path, *, factor: float
+) -> Iterator[tuple[WebhookReceiver, AlertmanagerServer]]:
+    """Alertmanager on the shipped configuration made a test's (``config_for_test``), and the
+    webhook receiver its notifications reach."""
+    with WebhookReceiver() as hook:
+        config = config_for_test(shipped_alertmanager_config(), hook.url, factor=factor)
+        with AlertmanagerServer(workdir, config) as alertmanager:
+            yield hook, alertmanager

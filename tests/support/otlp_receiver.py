@@ -15,10 +15,10 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import grpc
 from google.protobuf.message import Message
@@ -35,6 +35,7 @@ from tests.support.wire_server import POLL_S
 
 ExportTraceServiceRequest = trace_service_pb2.ExportTraceServiceRequest
 ExportMetricsServiceRequest = metrics_service_pb2.ExportMetricsServiceRequest
+_Answer = TypeVar("_Answer", bound=Message)
 
 
 # --- decoding helpers ---------------------------------------------------------------------------
@@ -105,72 +106,72 @@ def _temporality(value: int) -> str:
     return AggregationTemporality.Name(value).removeprefix("AGGREGATION_TEMPORALITY_")
 
 
+def _scoped(groups: Iterable[Any], scopes: str, items: str) -> Iterator[tuple[Any, Any, Any]]:
+    """OTLP's nesting flattened: each item (span, metric) with its resource's attributes and
+    its scope group, from resource groups whose scope groups are ``scopes``, holding ``items``."""
+    for group in groups:
+        resource = attributes(group.resource.attributes)
+        for scoped in getattr(group, scopes):
+            for item in getattr(scoped, items):
+                yield resource, scoped, item
+
+
 def spans_of(requests: list[ExportTraceServiceRequest]) -> list[ReceivedSpan]:
-    out: list[ReceivedSpan] = []
-    for request in requests:
-        for resource_spans in request.resource_spans:
-            resource = attributes(resource_spans.resource.attributes)
-            for scope_spans in resource_spans.scope_spans:
-                for span in scope_spans.spans:
-                    out.append(
-                        ReceivedSpan(
-                            name=span.name,
-                            trace_id=span.trace_id.hex(),
-                            span_id=span.span_id.hex(),
-                            parent_span_id=span.parent_span_id.hex(),
-                            kind=_span_kind(span.kind),
-                            status_code=_status(span.status.code),
-                            status_message=span.status.message,
-                            attributes=attributes(span.attributes),
-                            events=[(e.name, attributes(e.attributes)) for e in span.events],
-                            start_time_unix_nano=span.start_time_unix_nano,
-                            end_time_unix_nano=span.end_time_unix_nano,
-                            resource=resource,
-                            scope=scope_spans.scope.name,
-                        )
-                    )
-    return out
+    return [
+        ReceivedSpan(
+            name=span.name,
+            trace_id=span.trace_id.hex(),
+            span_id=span.span_id.hex(),
+            parent_span_id=span.parent_span_id.hex(),
+            kind=_span_kind(span.kind),
+            status_code=_status(span.status.code),
+            status_message=span.status.message,
+            attributes=attributes(span.attributes),
+            events=[(e.name, attributes(e.attributes)) for e in span.events],
+            start_time_unix_nano=span.start_time_unix_nano,
+            end_time_unix_nano=span.end_time_unix_nano,
+            resource=resource,
+            scope=scope_spans.scope.name,
+        )
+        for request in requests
+        for resource, scope_spans, span in _scoped(request.resource_spans, "scope_spans", "spans")
+    ]
 
 
 def points_of(requests: list[ExportMetricsServiceRequest]) -> list[ReceivedPoint]:
     out: list[ReceivedPoint] = []
     for request in requests:
-        for resource_metrics in request.resource_metrics:
-            resource = attributes(resource_metrics.resource.attributes)
-            for scope_metrics in resource_metrics.scope_metrics:
-                for metric in scope_metrics.metrics:
-                    kind = metric.WhichOneof("data")
-                    data = getattr(metric, kind)
-                    temporality = (
-                        _temporality(data.aggregation_temporality)
-                        if kind in ("sum", "histogram")
-                        else ""
+        for resource, _, metric in _scoped(request.resource_metrics, "scope_metrics", "metrics"):
+            kind = metric.WhichOneof("data")
+            data = getattr(metric, kind)
+            temporality = (
+                _temporality(data.aggregation_temporality) if kind in ("sum", "histogram") else ""
+            )
+            monotonic = data.is_monotonic if kind == "sum" else None
+            for point in data.data_points:
+                histogram = kind == "histogram"
+                number: float | None = None
+                if not histogram:
+                    which = point.WhichOneof("value")
+                    number = float(getattr(point, which)) if which else None
+                out.append(
+                    ReceivedPoint(
+                        name=metric.name,
+                        unit=metric.unit,
+                        kind=kind,
+                        attributes=attributes(point.attributes),
+                        value=number,
+                        count=point.count if histogram else None,
+                        sum=point.sum if histogram else None,
+                        bucket_counts=tuple(point.bucket_counts) if histogram else (),
+                        explicit_bounds=tuple(point.explicit_bounds) if histogram else (),
+                        temporality=temporality,
+                        is_monotonic=monotonic,
+                        resource=resource,
+                        start_time_unix_nano=point.start_time_unix_nano,
+                        exemplar_trace_ids=tuple(e.trace_id.hex() for e in point.exemplars),
                     )
-                    monotonic = data.is_monotonic if kind == "sum" else None
-                    for point in data.data_points:
-                        histogram = kind == "histogram"
-                        number: float | None = None
-                        if not histogram:
-                            which = point.WhichOneof("value")
-                            number = float(getattr(point, which)) if which else None
-                        out.append(
-                            ReceivedPoint(
-                                name=metric.name,
-                                unit=metric.unit,
-                                kind=kind,
-                                attributes=attributes(point.attributes),
-                                value=number,
-                                count=point.count if histogram else None,
-                                sum=point.sum if histogram else None,
-                                bucket_counts=tuple(point.bucket_counts) if histogram else (),
-                                explicit_bounds=tuple(point.explicit_bounds) if histogram else (),
-                                temporality=temporality,
-                                is_monotonic=monotonic,
-                                resource=resource,
-                                start_time_unix_nano=point.start_time_unix_nano,
-                                exemplar_trace_ids=tuple(e.trace_id.hex() for e in point.exemplars),
-                            )
-                        )
+                )
     return out
 
 
@@ -261,26 +262,29 @@ class OtlpReceiver:
         self.close()
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+class _Keeping:
+    """What both collector services do with a request: keep it with its metadata."""
+
     def __init__(self, store: _Store) -> None:
         self._store = store
 
+    def _keep(self, request: Message, context: grpc.ServicerContext, answer: _Answer) -> _Answer:
+        self._store.add(request, request.SerializeToString(), _metadata(context))
+        return answer
+
+
+class _TraceService(_Keeping, trace_service_pb2_grpc.TraceServiceServicer):
     def Export(  # gRPC's method name
         self, request: ExportTraceServiceRequest, context: grpc.ServicerContext
     ) -> trace_service_pb2.ExportTraceServiceResponse:
-        self._store.add(request, request.SerializeToString(), _metadata(context))
-        return trace_service_pb2.ExportTraceServiceResponse()
+        return self._keep(request, context, trace_service_pb2.ExportTraceServiceResponse())
 
 
-class _MetricsService(metrics_service_pb2_grpc.MetricsServiceServicer):
-    def __init__(self, store: _Store) -> None:
-        self._store = store
-
+class _MetricsService(_Keeping, metrics_service_pb2_grpc.MetricsServiceServicer):
     def Export(  # gRPC's method name
         self, request: ExportMetricsServiceRequest, context: grpc.ServicerContext
     ) -> metrics_service_pb2.ExportMetricsServiceResponse:
-        self._store.add(request, request.SerializeToString(), _metadata(context))
-        return metrics_service_pb2.ExportMetricsServiceResponse()
+        return self._keep(request, context, metrics_service_pb2.ExportMetricsServiceResponse())
 
 
 def _metadata(context: grpc.ServicerContext) -> dict[str, str]:

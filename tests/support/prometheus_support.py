@@ -72,6 +72,7 @@ class LoopbackDaemon:
     """
 
     name = "daemon"
+    config_file = ""  # the configuration file in the work directory, for daemons that take one
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = Path(workdir)
@@ -82,6 +83,14 @@ class LoopbackDaemon:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.workdir / self.config_file
+
+    def config_text(self) -> str:
+        """The text of ``config_file``."""
+        raise NotImplementedError
 
     def command(self, port: int) -> list[str]:
         raise NotImplementedError
@@ -149,13 +158,18 @@ class LoopbackDaemon:
         self.stop()
 
     def start(self, timeout_s: float = 30.0) -> None:
-        raise NotImplementedError
+        """Writes the configuration file, if the daemon takes one, then launches it."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.config_file:
+            self.config_path.write_text(self.config_text())
+        self._launch(timeout_s)
 
 
 class PrometheusServer(LoopbackDaemon):
     """Runs the ``prometheus`` binary on 127.0.0.1 with a generated configuration."""
 
     name = "prometheus"
+    config_file = "prometheus.yml"
 
     def __init__(
         self,
@@ -187,10 +201,6 @@ class PrometheusServer(LoopbackDaemon):
         self.extra_args = list(extra_args)
 
     # --- lifecycle -----------------------------------------------------------------------------
-
-    @property
-    def config_path(self) -> Path:
-        return self.workdir / "prometheus.yml"
 
     def write_config(self) -> Path:
         self.workdir.mkdir(parents=True, exist_ok=True)

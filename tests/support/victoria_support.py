@@ -71,10 +71,6 @@ class VictoriaMetricsServer(LoopbackDaemon):
     def write_url(self) -> str:
         return f"{self.url}/api/v1/write"
 
-    def start(self, timeout_s: float = 30.0) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self._launch(timeout_s)
-
     def command(self, port: int) -> list[str]:
         return [
             vm_binary("victoria-metrics"),
@@ -99,20 +95,15 @@ class VmagentServer(LoopbackDaemon):
     """``vmagent`` scraping with ``scrape_config`` (Prometheus format), writing to ``write_url``."""
 
     name = "vmagent"
+    config_file = "vmagent.yml"
 
     def __init__(self, workdir: Path, scrape_config: Mapping[str, Any], write_url: str) -> None:
         super().__init__(workdir)
         self.scrape_config = dict(scrape_config)
         self.write_url = write_url
 
-    @property
-    def config_path(self) -> Path:
-        return self.workdir / "vmagent.yml"
-
-    def start(self, timeout_s: float = 30.0) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(yaml.safe_dump(self.scrape_config, sort_keys=False))
-        self._launch(timeout_s)
+    def config_text(self) -> str:
+        return yaml.safe_dump(self.scrape_config, sort_keys=False)
 
     def command(self, port: int) -> list[str]:
         return [
@@ -163,10 +154,6 @@ class VmalertServer(LoopbackDaemon):
                 "notifier.url": alertmanager_url,
             }
         )
-
-    def start(self, timeout_s: float = 30.0) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self._launch(timeout_s)
 
     def command(self, port: int) -> list[str]:
         flags = {**self.flags, "httpListenAddr": f"127.0.0.1:{port}", "loggerLevel": "WARN"}
