@@ -32,7 +32,6 @@ from tests.support.agent_framework_support import (
     capped_client,
 )
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import looping
 
 
 async def _run(built: Any, **kwargs: Any) -> Any:
@@ -251,16 +250,9 @@ def test_bad_arguments_get_clear_errors() -> None:
 def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
-    seen_in_call: list[float] = []
-
-    @tool(name="lookup")
-    def watched(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
+    watched, seen_in_call = checks.watched_lookup(telemetry)
     with tenant_scope("acme"):
-        entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=3), [watched]))
+        entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=3), [tool(watched)]))
     checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
@@ -269,7 +261,6 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 ) -> None:
     def go(tool_turns: int, **options: Any) -> None:
         built = agent(_adapter(telemetry, **options), ScriptedClient(tool_turns=tool_turns))
-        with tenant_scope("acme"):
-            asyncio.run(built.run(QUESTION))
+        asyncio.run(built.run(QUESTION))
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)

@@ -256,13 +256,7 @@ def test_instrument_is_idempotent_and_bad_arguments_get_clear_errors(
 def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
-    seen_in_call: list[float] = []
-
-    def lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
+    lookup, seen_in_call = checks.watched_lookup(telemetry)
     built = agent(_adapter(telemetry), ScriptedModel(tool_turns=3), tools=[lookup])
     with tenant_scope("acme"):
         assert entry(built).content == "It is sunny."
@@ -273,8 +267,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
     def go(tool_turns: int, **options: Any) -> None:
-        with tenant_scope("acme"):
-            run(agent(_adapter(telemetry, **options), ScriptedModel(tool_turns=tool_turns)))
+        run(agent(_adapter(telemetry, **options), ScriptedModel(tool_turns=tool_turns)))
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)
 
@@ -282,13 +275,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 def test_model_calls_are_read_at_each_tool_call_so_the_call_budget_counts_while_it_runs(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    seen_in_call: list[float] = []
-
-    def lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_CALL_BUDGET))
-        return f"result for {q}"
-
+    lookup, seen_in_call = checks.watched_lookup(telemetry, semconv.LOOP_CALL_BUDGET)
     adapter = _adapter(telemetry, runaway_calls=2)
     with tenant_scope("acme"):
         run(agent(adapter, ScriptedModel(tool_turns=3), tools=[lookup]))

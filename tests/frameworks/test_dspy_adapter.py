@@ -30,7 +30,7 @@ from symfonic_otel.dspy import SymfonicCallback
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import assert_no_text, looping
+from tests.support.loop_support import assert_no_text
 
 STEP = {
     "next_thought": "look it up",
@@ -250,15 +250,7 @@ def test_two_tenants_interleaved_keep_their_own_verdicts(
     fallbacks = {semconv.TENANT_ID: "acme"}
     assert telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, fallbacks) == 1
     assert _fallbacks(telemetry) == 1
-    runs = {
-        (s.attributes or {})[semconv.RUN_ID]: (s.attributes or {})[semconv.TENANT_ID]
-        for s in telemetry.spans()
-        if s.name == "invoke_agent ReAct"
-    }
-    assert sorted(runs.values()) == ["acme", "globex"]
-    for span in telemetry.spans():  # every step recorded in its own tenant's run
-        attributes = span.attributes or {}
-        assert runs[attributes[semconv.RUN_ID]] == attributes[semconv.TENANT_ID], span.name
+    checks.assert_each_span_in_its_tenant_s_run(telemetry, "invoke_agent ReAct")
 
 
 # --- errors: the framework's own exception, unchanged --------------------------------------------
@@ -392,15 +384,9 @@ def test_bad_arguments_get_clear_errors() -> None:
 def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     telemetry: InMemoryTelemetry, callback: SymfonicCallback, entry: Any
 ) -> None:
-    seen_in_call: list[float] = []
-
-    def lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
+    watched, seen_in_call = checks.watched_lookup(telemetry)
     with tenant_scope("acme"):
-        entry(_react(healthy(3), tools=[lookup]))
+        entry(_react(healthy(3), tools=[watched]))
     checks.assert_three_lookups_looped(
         telemetry, seen_in_call, span="invoke_agent ReAct", inference_calls=5, repeated_calls=None
     )  # three lookups, finish, extract
@@ -411,7 +397,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 ) -> None:
     def once(steps: int, **options: Any) -> None:
         made = SymfonicCallback(handler=telemetry.handler(**options))
-        with dspy.context(callbacks=[made]), tenant_scope("acme"):
+        with dspy.context(callbacks=[made]):
             call(_react(healthy(steps)))
 
     checks.assert_loop_options_reach_the_handler(telemetry, once, turns=(2, 3, 1))
@@ -420,24 +406,9 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 def test_a_cancelled_run_is_cancelled_never_a_bail(
     telemetry: InMemoryTelemetry, callback: SymfonicCallback
 ) -> None:
-    entered = asyncio.Event()
-
-    async def lookup(q: str) -> str:
-        """Look something up."""
-        entered.set()
-        await asyncio.sleep(30)
-        return "never"
-
-    async def go() -> None:
-        program = _react(capped(5), tools=[lookup])
-        with tenant_scope("acme"):
-            task = asyncio.create_task(program.acall(question="q"))
-        await asyncio.wait_for(entered.wait(), 10)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(go())
+    stuck, entered = checks.stuck_lookup()
+    program = _react(capped(5), tools=[stuck])
+    checks.cancel_once_entered(lambda: program.acall(question="q"), entered)
     checks.assert_cancelled_never_a_bail(telemetry)
 
 

@@ -16,11 +16,11 @@ from opentelemetry.trace import StatusCode
 from smolagents.memory import ActionStep
 from smolagents.utils import AgentGenerationError
 
-from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.smolagents import SymfonicSmolagents
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.bail_support import bails_of
+from tests.support import run_shape_support as shape
 from tests.support.fallback_support import RUN_SPAN, assert_answered, assert_forced_answer
 from tests.support.smolagents_support import (
     ANSWER,
@@ -111,14 +111,10 @@ def test_a_run_that_answers_is_shaped_like_the_other_adapters(
     with tenant_scope("acme"):
         run(built)
     assert_answered(telemetry, "acme")
-    root = telemetry.span(RUN_SPAN)
     names = [span.name for span in telemetry.spans()]
     assert names.count("execute_tool add") == 1
     assert names.count("chat scripted-1") == 2
-    for span in telemetry.spans():
-        if span is not root:
-            assert span.parent is not None and span.parent.span_id == root.context.span_id
-    assert (root.attributes or {})[semconv.GEN_AI_AGENT_NAME] == "helper"
+    shape.assert_every_span_under_the_run(telemetry)
 
 
 def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
@@ -131,11 +127,7 @@ def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
         run(capped)
     with tenant_scope("steady"):
         run(steady)
-    assert bails_of(telemetry, "capped") == 1
-    assert bails_of(telemetry, "steady") == 0
-    for tenant in ("capped", "steady"):
-        where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
-        assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    shape.assert_capped_and_steady(telemetry, "completed")
 
 
 def test_the_same_agent_run_twice_is_two_runs(telemetry: InMemoryTelemetry) -> None:
@@ -189,38 +181,24 @@ def test_a_run_interrupted_in_its_model_call_ends_cancelled(telemetry: InMemoryT
     assert telemetry.value(semconv.SILENT_BAILS.name) == 0
 
 
-class _Broken(OTelCallbackHandler):
-    def agent_start(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("telemetry bug")
-
-
 def test_an_adapter_failure_never_reaches_the_agent_and_is_a_dropped_event(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    handler = telemetry.track(
-        _Broken(tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider)
-    )
-    adapter = SymfonicSmolagents(handler)
+    adapter = SymfonicSmolagents(shape.broken_handler(telemetry))
     built, _ = agent("tool_calling", answering(), adapter.step_callbacks())
     assert run(built) == ANSWER
-    dropped = {semconv.TELEMETRY_EVENT: "smolagents.step"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+    shape.assert_dropped(telemetry, "smolagents.step")
 
 
 def test_bad_options_are_refused_by_name() -> None:
-    with pytest.raises(TypeError, match="SymfonicSmolagents: handler must be"):
-        SymfonicSmolagents(object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_runs must be a positive int"):
-        SymfonicSmolagents(max_runs=0)
+    shape.assert_bad_options_refused(SymfonicSmolagents)
 
 
 def test_no_task_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry) -> None:
     adapter = _adapter(telemetry)
     built, _ = agent("tool_calling", looping(), adapter.step_callbacks())
     run(built)
-    for span in telemetry.spans():
-        for value in (span.attributes or {}).values():
-            assert FORCED not in str(value) and "Add 1 and 2" not in str(value)
+    shape.assert_no_task_or(telemetry, FORCED)
 
 
 def test_with_capture_on_the_task_answer_and_tool_arguments_are_recorded(
@@ -229,10 +207,7 @@ def test_with_capture_on_the_task_answer_and_tool_arguments_are_recorded(
     adapter = _adapter(telemetry, capture_content=True)
     built, _ = agent("tool_calling", answering(), adapter.step_callbacks())
     run(built)
-    seen = repr([(s.attributes, [e.attributes for e in s.events]) for s in telemetry.spans()])
-    assert "Add 1 and 2" in seen and ANSWER in seen
-    tool = dict(telemetry.span("execute_tool add").attributes or {})
-    assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+    shape.assert_task_answer_and_arguments(telemetry, ANSWER)
 
 
 def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
@@ -245,11 +220,7 @@ def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
     assert adapter.open_runs == 1
     steady, _ = agent("tool_calling", answering(), adapter.step_callbacks())
     run(steady)
-    runs = semconv.AGENT_RUNS.name
-    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "abandoned"}) == 1
-    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "completed"}) == 1
-    evicted = {semconv.TELEMETRY_EVENT: "smolagents.run_evicted"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
+    shape.assert_oldest_abandoned(telemetry, "smolagents.run_evicted")
     assert adapter.open_runs == 0
 
 

@@ -79,8 +79,9 @@ def lookup(q: str) -> str:
 
 
 def _agent(telemetry: InMemoryTelemetry, model: ScriptedModel, **kwargs: Any) -> Agent:
+    tools = kwargs.pop("tools", [lookup])
     hooks = kwargs.pop("hooks", None) or SymfonicHooks(handler=telemetry.handler(**kwargs))
-    return Agent(model=model, tools=[lookup], name="helper", hooks=[hooks], callback_handler=None)
+    return Agent(model=model, tools=tools, name="helper", hooks=[hooks], callback_handler=None)
 
 
 def call(agent: Agent, **kwargs: Any) -> Any:
@@ -240,22 +241,8 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
 ) -> None:
     """The model calls ``lookup(q="weather")`` three times, then answers: a looping run for
     the tenant, counted at the third call (read inside that call), once, with two repeats."""
-    seen_in_call: list[float] = []
-
-    @tool(name="lookup")
-    def watched_lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
-    hooks = SymfonicHooks(handler=telemetry.handler())
-    agent = Agent(
-        model=ScriptedModel(tool_turns=3),
-        tools=[watched_lookup],
-        name="helper",
-        hooks=[hooks],
-        callback_handler=None,
-    )
+    watched, seen_in_call = checks.watched_lookup(telemetry)
+    agent = _agent(telemetry, ScriptedModel(tool_turns=3), tools=[tool(watched)])
     with tenant_scope("acme"):
         result = entry(agent)
     assert result.stop_reason == "end_turn"
@@ -266,8 +253,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
     def go(tool_turns: int, **options: Any) -> None:
-        with tenant_scope("acme"):
-            call(_agent(telemetry, ScriptedModel(tool_turns=tool_turns), **options))
+        call(_agent(telemetry, ScriptedModel(tool_turns=tool_turns), **options))
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1
@@ -311,14 +297,6 @@ def test_a_raising_tool_is_handed_to_the_model_and_the_run_completes(
         """Look something up."""
         raise LookupError("backend down")
 
-    hooks = SymfonicHooks(handler=telemetry.handler())
-    agent = Agent(
-        model=ScriptedModel(tool_turns=1),
-        tools=[failing],
-        name="helper",
-        hooks=[hooks],
-        callback_handler=None,
-    )
     with tenant_scope("acme"):
-        entry(agent)
+        entry(_agent(telemetry, ScriptedModel(tool_turns=1), tools=[failing]))
     assert_completed_with_failed_tool(telemetry, "acme", "execute_tool lookup")

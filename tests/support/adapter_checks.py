@@ -1,21 +1,37 @@
 """Checks every framework adapter's tests make the same way: the looping run of three identical
-lookups, the loop options reaching the handler, a failing adapter counted as a dropped event, and
-clear errors for bad arguments. The framework environments import this too, so it needs only
-pytest and the package."""
+lookups, the loop options reaching the handler, a failing adapter counted as a dropped event, a
+cancelled run, and clear errors for bad arguments. The framework environments import this too, so
+it needs only pytest and the package."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
-from symfonic_otel import semconv
+from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+
+
+def watched_lookup(
+    telemetry: InMemoryTelemetry, kind: str = semconv.LOOP_REPEATED_TOOL_CALL
+) -> tuple[Callable[[str], str], list[float]]:
+    """A ``lookup`` tool, and the ``kind`` looping runs it read inside each of its calls: what
+    shows a loop is counted while its run still runs."""
+    seen_in_call: list[float] = []
+
+    def lookup(q: str) -> str:
+        """Look something up."""
+        seen_in_call.append(looping(telemetry, kind))
+        return f"result for {q}"
+
+    return lookup, seen_in_call
 
 
 def assert_three_lookups_looped(
@@ -45,14 +61,15 @@ def assert_three_lookups_looped(
 def assert_loop_options_reach_the_handler(
     telemetry: InMemoryTelemetry, run: Callable[..., Any], turns: tuple[int, int, int] = (2, 3, 2)
 ) -> None:
-    """``run(tool_turns, **options)`` runs one agent for tenant ``acme`` whose adapter gets
-    ``options``: two lookups are no loop, ``loop_threshold=4`` lets three pass, and
+    """``run(tool_turns, **options)`` runs one agent (here for tenant ``acme``) whose adapter
+    gets ``options``: two lookups are no loop, ``loop_threshold=4`` lets three pass, and
     ``runaway_calls=2`` makes a run of three model calls a call-budget loop."""
-    run(turns[0])
-    assert looping(telemetry) == 0 and repeated(telemetry) == 1
-    run(turns[1], loop_threshold=4)
-    assert looping(telemetry) == 0
-    run(turns[2], runaway_calls=2)  # three model calls past a budget of two
+    with tenant_scope("acme"):
+        run(turns[0])
+        assert looping(telemetry) == 0 and repeated(telemetry) == 1
+        run(turns[1], loop_threshold=4)
+        assert looping(telemetry) == 0
+        run(turns[2], runaway_calls=2)  # three model calls past a budget of two
     assert looping(telemetry, semconv.LOOP_CALL_BUDGET, tenant__id="acme") == 1
 
 
@@ -81,6 +98,50 @@ def assert_one_healthy_run(telemetry: InMemoryTelemetry) -> None:
         semconv.RESPONSE_EMPTY: False,
     }
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+
+
+def stuck_lookup() -> tuple[Callable[[str], Awaitable[str]], asyncio.Event]:
+    """An async ``lookup`` tool that never returns, and the event it sets once entered."""
+    entered = asyncio.Event()
+
+    async def lookup(q: str) -> str:
+        """Look something up."""
+        entered.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    return lookup, entered
+
+
+def cancel_once_entered(
+    start: Callable[[], Coroutine[Any, Any, Any]], entered: asyncio.Event
+) -> None:
+    """Runs ``start()`` as a task of tenant ``acme``, cancels it once ``entered`` is set, and
+    checks the cancellation reaches the caller unchanged."""
+
+    async def go() -> None:
+        with tenant_scope("acme"):
+            task = asyncio.create_task(start())
+        await asyncio.wait_for(entered.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+
+
+def assert_each_span_in_its_tenant_s_run(telemetry: InMemoryTelemetry, run_span: str) -> None:
+    """Two ``run_span`` runs, one of ``acme`` and one of ``globex``, ran interleaved: every span
+    recorded carries the tenant of its own run."""
+    runs = {
+        (s.attributes or {})[semconv.RUN_ID]: (s.attributes or {})[semconv.TENANT_ID]
+        for s in telemetry.spans()
+        if s.name == run_span
+    }
+    assert sorted(runs.values()) == ["acme", "globex"]
+    for span in telemetry.spans():
+        attributes = span.attributes or {}
+        assert runs[attributes[semconv.RUN_ID]] == attributes[semconv.TENANT_ID], span.name
 
 
 def assert_cancelled_never_a_bail(telemetry: InMemoryTelemetry) -> None:
