@@ -23,7 +23,6 @@ pytest.importorskip("dspy", reason="needs the dspy extra (.ci/framework-envs)")
 import dspy
 from dspy.utils.dummies import DummyLM
 from dspy.utils.exceptions import LMUnexpectedError
-from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.dspy import SymfonicCallback
@@ -31,6 +30,7 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import assert_no_text
+from tests.support.raising_support import assert_error_run
 
 STEP = {
     "next_thought": "look it up",
@@ -283,12 +283,7 @@ def test_a_raising_model_reaches_the_caller_as_dspys_error_and_the_run_is_an_err
         entry(program)
     if entry is not streamify:  # streamify re-raises DSPy's error from its worker, uncaused
         assert caught.value.__cause__ is lm.raised  # DSPy's own error, the provider's its cause
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    run = telemetry.span("invoke_agent ReAct")
-    assert run.status.status_code is StatusCode.ERROR
-    assert (run.attributes or {})[semconv.ERROR_TYPE] == "LMUnexpectedError"
+    assert_error_run(telemetry, "acme", caught.value, span="invoke_agent ReAct")
     failed = [s for s in telemetry.spans() if (s.attributes or {}).get(semconv.ERROR_TYPE)]
     assert any(s.name == "chat dummy" for s in failed)
 

@@ -30,7 +30,6 @@ from haystack.tools.errors import ToolInvocationError
 from haystack.tracing import disable_tracing
 from haystack.tracing import tracer as haystack_tracer
 from haystack.tracing.logging_tracer import LoggingTracer
-from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.haystack import SymfonicTracer
@@ -38,6 +37,7 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import assert_no_text
+from tests.support.raising_support import assert_error_run
 
 FOREVER = 10**6
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
@@ -284,12 +284,7 @@ def test_a_raising_model_reaches_the_caller_unchanged_and_the_run_is_an_error(
     with tenant_scope("acme"), pytest.raises(ModelDown) as caught:
         run(agent)
     assert caught.value is raised
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    run_span = telemetry.span("invoke_agent symfonic")
-    assert run_span.status.status_code is StatusCode.ERROR
-    assert (run_span.attributes or {})[semconv.ERROR_TYPE] == "ModelDown"
+    assert_error_run(telemetry, "acme", raised, span="invoke_agent symfonic")
     chat = telemetry.span("chat")  # no reply, no model name
     assert (chat.attributes or {})[semconv.ERROR_TYPE] == "ModelDown"
 

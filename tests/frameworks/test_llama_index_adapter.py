@@ -78,24 +78,19 @@ def test_the_generate_cap_answers_normally_and_is_a_bail_with_one_recovered_fall
     assert_forced_answer(telemetry, "acme", recovered=True)
 
 
-def test_a_blank_forced_answer_is_a_fallback_that_did_not_recover(
-    telemetry: InMemoryTelemetry,
+@pytest.mark.parametrize(("forced", "outcome"), [("", "completed"), ("raise", "error")])
+def test_a_blank_or_raising_forced_answer_is_a_bail_and_a_fallback_that_did_not_recover(
+    telemetry: InMemoryTelemetry, forced: str, outcome: str
 ) -> None:
-    workflow, _ = agent("function", ["tool"] * BUDGET + [""])
+    """A blank forced answer completes the run; a forced call that raises ends it ``error``."""
+    workflow, _ = agent("function", ["tool"] * BUDGET + [forced])
     with instrumented(telemetry), tenant_scope("acme"):
         _, error = run(workflow, early_stopping_method="generate")
-    assert error is None
-    assert_forced_answer(telemetry, "acme", recovered=False)
-
-
-def test_a_forced_answer_call_that_raises_is_a_bail_and_a_fallback_that_did_not_recover(
-    telemetry: InMemoryTelemetry,
-) -> None:
-    workflow, _ = agent("function", ["tool"] * BUDGET + ["raise"])
-    with instrumented(telemetry), tenant_scope("acme"):
-        _, error = run(workflow, early_stopping_method="generate")
-    assert isinstance(error, RuntimeError)
-    assert_forced_answer(telemetry, "acme", recovered=False, outcome="error")
+    if outcome == "error":
+        assert isinstance(error, RuntimeError)
+    else:
+        assert error is None
+    assert_forced_answer(telemetry, "acme", recovered=False, outcome=outcome)
 
 
 @pytest.mark.parametrize("method", ["force", "generate"])

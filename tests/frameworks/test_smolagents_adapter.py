@@ -39,6 +39,16 @@ def _adapter(telemetry: InMemoryTelemetry, **handler: Any) -> SymfonicSmolagents
     return SymfonicSmolagents(telemetry.handler(**handler))
 
 
+def _watched(
+    telemetry: InMemoryTelemetry, kind: str, turns: list[str], **handler: Any
+) -> tuple[Any, Any, SymfonicSmolagents]:
+    """An agent of ``kind`` playing ``turns``, instrumented by an adapter whose handler gets
+    ``handler``: the agent, its scripted model and the adapter."""
+    adapter = _adapter(telemetry, **handler)
+    built, model = agent(kind, turns, adapter.step_callbacks())
+    return built, model, adapter
+
+
 def _output(result: Any) -> Any:
     return getattr(result, "output", result)
 
@@ -48,8 +58,7 @@ def _output(result: Any) -> Any:
 def test_max_steps_is_a_bail_with_one_recovered_fallback_and_the_run_returns_normally(
     telemetry: InMemoryTelemetry, kind: str, mode: str
 ) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent(kind, looping(), adapter.step_callbacks())
+    built, model, adapter = _watched(telemetry, kind, looping())
     with tenant_scope("acme"):
         result = run(built, mode)
     assert _output(result) == FORCED
@@ -77,8 +86,7 @@ def test_a_forced_answer_that_failed_or_came_back_blank_did_not_recover(
 def test_an_answer_on_the_last_allowed_step_is_no_bail(
     telemetry: InMemoryTelemetry, kind: str, mode: str
 ) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent(kind, answering(tool_turns=BUDGET - 1), adapter.step_callbacks())
+    built, model, _ = _watched(telemetry, kind, answering(tool_turns=BUDGET - 1))
     with tenant_scope("acme"):
         result = run(built, mode)
     assert _output(result) == ANSWER
@@ -92,8 +100,7 @@ def test_the_fallback_cost_is_attributed_to_the_fallback_node(
     telemetry: InMemoryTelemetry,
 ) -> None:
     price = ModelPrice(input_per_million=1.0, output_per_million=2.0)
-    adapter = _adapter(telemetry, pricing={"scripted-1": price})
-    built, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, "tool_calling", looping(), pricing={"scripted-1": price})
     with tenant_scope("acme"):
         run(built)
     cost = semconv.LLM_COST.name
@@ -120,8 +127,7 @@ def test_a_run_that_answers_is_shaped_like_the_other_adapters(
 def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    adapter = _adapter(telemetry)
-    capped, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    capped, _, adapter = _watched(telemetry, "tool_calling", looping())
     steady, _ = agent("code", answering(), adapter.step_callbacks())
     with tenant_scope("capped"):
         run(capped)
@@ -131,8 +137,7 @@ def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
 
 
 def test_the_same_agent_run_twice_is_two_runs(telemetry: InMemoryTelemetry) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent("tool_calling", answering(), adapter.step_callbacks())
+    built, model, _ = _watched(telemetry, "tool_calling", answering())
     run(built)
     model.calls = 0
     run(built)
@@ -144,8 +149,7 @@ def test_the_same_agent_run_twice_is_two_runs(telemetry: InMemoryTelemetry) -> N
 def test_a_run_whose_model_raised_ends_as_error_and_the_exception_reaches_the_caller(
     telemetry: InMemoryTelemetry, kind: str, mode: str
 ) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent(kind, ["tool", "raise"], adapter.step_callbacks())
+    built, model, adapter = _watched(telemetry, kind, ["tool", "raise"])
     with pytest.raises(AgentGenerationError) as raised:  # smolagents' own, unchanged
         run(built, mode)
     assert isinstance(raised.value.__cause__, RuntimeError)
@@ -164,8 +168,7 @@ def test_a_run_whose_model_raised_ends_as_error_and_the_exception_reaches_the_ca
 
 
 def test_a_run_interrupted_in_its_model_call_ends_cancelled(telemetry: InMemoryTelemetry) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent("tool_calling", answering(), adapter.step_callbacks())
+    built, model, adapter = _watched(telemetry, "tool_calling", answering())
     answer = model.generate
 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
@@ -195,8 +198,7 @@ def test_bad_options_are_refused_by_name() -> None:
 
 
 def test_no_task_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry) -> None:
-    adapter = _adapter(telemetry)
-    built, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, "tool_calling", looping())
     run(built)
     shape.assert_no_task_or(telemetry, FORCED)
 
@@ -204,8 +206,7 @@ def test_no_task_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry) 
 def test_with_capture_on_the_task_answer_and_tool_arguments_are_recorded(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    adapter = _adapter(telemetry, capture_content=True)
-    built, _ = agent("tool_calling", answering(), adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, "tool_calling", answering(), capture_content=True)
     run(built)
     shape.assert_task_answer_and_arguments(telemetry, ANSWER)
 
@@ -228,8 +229,7 @@ def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
 def test_a_tool_that_raised_has_its_execute_tool_span_marked_with_error_type(
     telemetry: InMemoryTelemetry, kind: str
 ) -> None:
-    adapter = _adapter(telemetry, capture_content=True)
-    built, _ = agent(kind, ["broken", ANSWER], adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, kind, ["broken", ANSWER], capture_content=True)
     with tenant_scope("acme"):
         assert run(built) == ANSWER
     failed = built.memory.steps[1]
@@ -255,8 +255,7 @@ def test_a_tool_that_raised_has_its_execute_tool_span_marked_with_error_type(
 
 
 def test_tool_calls_that_returned_are_not_marked_failed(telemetry: InMemoryTelemetry) -> None:
-    adapter = _adapter(telemetry)
-    built, _ = agent("tool_calling", ["tool", ANSWER], adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, "tool_calling", ["tool", ANSWER])
     run(built)
     span = telemetry.span("execute_tool add")
     assert semconv.ERROR_TYPE not in (span.attributes or {})
