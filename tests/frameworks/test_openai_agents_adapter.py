@@ -8,7 +8,6 @@ output is a blank answer; the spans are shaped as the other adapters make them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,27 +28,19 @@ from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import assert_raised_step_cap
 from tests.support.openai_agents_support import (
+    BAILS,
     MODEL,
+    RUNS,
+    STOPS,
     ScriptedModel,
     agent,
     answering,
+    assert_guardrail_error,
     bails_of,
     blank,
-    installed,
     looping,
     run_agent,
 )
-
-BAILS = "symfonic.react.silent_bails"
-RUNS = "symfonic.agent.runs"
-STOPS = "symfonic.agent.stop_reasons"
-
-
-@pytest.fixture
-def processor(telemetry: InMemoryTelemetry) -> Iterator[SymfonicTracingProcessor]:
-    with installed(telemetry) as made:
-        yield made
-
 
 # --- the step cap: MaxTurnsExceeded ---------------------------------------------------------------
 
@@ -215,11 +206,7 @@ def test_a_guardrail_trip_is_an_error_not_a_silent_bail(
     guarded = agent(answering(), input_guardrails=[block_everything])
     with tenant_scope("acme"), pytest.raises(InputGuardrailTripwireTriggered):
         Runner.run_sync(guarded, "anything")
-    assert telemetry.value(BAILS) == 0
-    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "error"}) == 1
-    run = telemetry.span("invoke_agent helper")
-    assert run.attributes is not None
-    assert run.attributes[semconv.ERROR_TYPE] == semconv.GUARDRAIL_ERROR_TYPE
+    assert_guardrail_error(telemetry)
     check = telemetry.span("guardrail block_everything")
     assert check.attributes is not None and check.attributes[semconv.GUARDRAIL_TRIGGERED] is True
 
