@@ -35,6 +35,7 @@ from tests.support.agent_shapes_support import (
     run_with,
     texts,
 )
+from tests.support.chain_graph_support import chain_graph, model_node
 from tests.support.langchain_support import (
     AGENT_SPAN,
     add,
@@ -221,17 +222,7 @@ def test_late_steps_of_an_evicted_run_start_no_runs(telemetry: InMemoryTelemetry
         return {}
 
     late = ScriptedChatModel(["late answer"])
-
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [late.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("wait", wait)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "wait")
-    graph.add_edge("wait", "answer")
-    graph.add_edge("answer", END)
-    slow = graph.compile(name="slow")
+    slow = chain_graph(("wait", wait), ("answer", model_node(late)), name="slow")
     worker = threading.Thread(
         target=slow.invoke, args=({"messages": [("user", "a")]},), kwargs={"config": cfg(handler)}
     )

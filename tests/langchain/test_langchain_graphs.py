@@ -27,6 +27,8 @@ from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.agent_shapes_support import one_node_graph, research_then_answer
+from tests.support.chain_graph_support import chain_graph
 from tests.support.langchain_support import AGENT_SPAN, WireServer, langchain_instrumented
 
 OLLAMA_REPLY = "".join(
@@ -50,31 +52,9 @@ def cfg(handler: LangChainCallbackHandler | None = None, **extra: Any) -> Runnab
     return cast(RunnableConfig, {**callbacks, **extra})
 
 
-def one_node(name: str, model: BaseChatModel, graph_name: str | None = None) -> Any:
-    def call(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node(name, call)
-    graph.add_edge(START, name)
-    graph.add_edge(name, END)
-    return graph.compile(name=graph_name) if graph_name else graph.compile()
-
-
 def boss_with_researcher(model: BaseChatModel) -> Any:
     """``research`` is a compiled sub-graph (``inner`` node); ``answer`` calls the model."""
-    sub = one_node("inner", model, graph_name="researcher")
-
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("research", sub)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "research")
-    graph.add_edge("research", "answer")
-    graph.add_edge("answer", END)
-    return graph.compile()
+    return research_then_answer(one_node_graph("inner", model, graph_name="researcher"), model)
 
 
 def by_name(spans: list[ReadableSpan]) -> dict[str, list[ReadableSpan]]:
@@ -115,7 +95,7 @@ def test_sub_graph_is_a_named_agent_run_under_its_parent(
 def test_unnamed_graph_keeps_the_handler_agent_name(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
-    one_node("agent", ScriptedChatModel(["ok"])).invoke(
+    one_node_graph("agent", ScriptedChatModel(["ok"])).invoke(
         {"messages": [("user", "hi")]}, config=cfg(lc)
     )
     assert semconv.GEN_AI_AGENT_NAME in (telemetry.span(AGENT_SPAN).attributes or {})
@@ -159,11 +139,7 @@ def rag_graph(model: BaseChatModel, vectors: InMemoryVectorStore) -> Any:
         docs = retriever.invoke(str(state["messages"][-1].content))
         return {"messages": [model.invoke([*state["messages"], ("user", docs[0].page_content)])]}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "answer")
-    graph.add_edge("answer", END)
-    return graph.compile()
+    return chain_graph(("answer", answer))
 
 
 def test_retriever_in_a_graph_is_a_retrieval_span_of_the_run(
