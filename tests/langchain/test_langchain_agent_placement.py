@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from symfonic_otel import LangChainCallbackHandler, semconv
@@ -48,6 +49,18 @@ from tests.support.langchain_support import (
 __all__ = ["captured"]  # the fixture, imported for pytest
 
 
+def _in_request(
+    telemetry: InMemoryTelemetry, mode: str, app: Any, question: str, tenant: str
+) -> tuple[Tree, ReadableSpan]:
+    """Runs ``app`` on ``question`` for ``tenant`` inside an application span ``request``: the
+    span tree, and that span."""
+    with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
+        metadata = {"metadata": {"tenant_id": tenant}}
+        run_with(mode, app, {"messages": [("user", question)]}, config=metadata)
+    tree = Tree(telemetry.spans())
+    return tree, tree.one("request")
+
+
 # --- the handler elsewhere than on the graph ----------------------------------------------
 
 
@@ -57,13 +70,7 @@ def test_handler_on_the_model_constructor_records_standalone_chats(
 ) -> None:
     model = ScriptedChatModel([tool_turn(), "done"], callbacks=[captured])
     agent = react_agent(model, [add])
-    with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        run_with(
-            mode, agent, {"messages": [("user", "1+2")]}, config={"metadata": {"tenant_id": "acme"}}
-        )
-
-    tree = Tree(telemetry.spans())
-    request = tree.one("request")
+    tree, request = _in_request(telemetry, mode, agent, "1+2", "acme")
     chats = tree.named("chat scripted-chat")
     assert len(chats) == 2 and tree.children(request) == chats
     assert {attrs(c)[semconv.TENANT_ID] for c in chats} == {"acme"}
@@ -104,16 +111,7 @@ def test_handler_on_a_tool_only_records_its_spans_under_the_callers(
         ]
     )
     agent = react_agent(model, ToolNode([tool_], handle_tool_errors=True))
-    with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        run_with(
-            mode,
-            agent,
-            {"messages": [("user", "6/3, 1/0")]},
-            config={"metadata": {"tenant_id": "t1"}},
-        )
-
-    tree = Tree(telemetry.spans())
-    request = tree.one("request")
+    tree, request = _in_request(telemetry, mode, agent, "6/3, 1/0", "t1")
     ok, failed = tree.named("execute_tool divide")
     assert tree.children(request) == [ok, failed]
     assert [attrs(s)[semconv.GEN_AI_TOOL_CALL_ID] for s in (ok, failed)] == ["d1", "d2"]
@@ -162,13 +160,7 @@ def test_handler_on_a_sub_graph_only_records_it_as_a_run(
             return sub.invoke(state, config=cfg(captured))
 
     app = research_then_answer(research, model)
-    with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        run_with(
-            mode, app, {"messages": [("user", "q")]}, config={"metadata": {"tenant_id": "acme"}}
-        )
-
-    tree = Tree(telemetry.spans())
-    request = tree.one("request")
+    tree, request = _in_request(telemetry, mode, app, "q", "acme")
     run = tree.one("invoke_agent researcher")
     assert tree.children(request) == [run]
     (chat,) = tree.named("chat scripted-chat")  # the parent's "answer" call is not ours

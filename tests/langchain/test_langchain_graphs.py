@@ -57,6 +57,16 @@ def boss_with_researcher(model: BaseChatModel) -> Any:
     return research_then_answer(one_node_graph("inner", model, graph_name="researcher"), model)
 
 
+def _boss_run(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> tuple[list[ReadableSpan], dict[str, list[ReadableSpan]]]:
+    """Runs ``boss_with_researcher`` as ``boss`` through ``lc``: the spans, and them by name."""
+    graph = boss_with_researcher(ScriptedChatModel(["found it", "the answer"]))
+    graph.invoke({"messages": [("user", "hi")]}, config=cfg(lc, run_name="boss"))
+    spans = telemetry.spans()
+    return spans, by_name(spans)
+
+
 def by_name(spans: list[ReadableSpan]) -> dict[str, list[ReadableSpan]]:
     found: dict[str, list[ReadableSpan]] = {}
     for span in sorted(spans, key=lambda s: s.start_time or 0):
@@ -74,10 +84,7 @@ def parent_of(span: ReadableSpan, spans: list[ReadableSpan]) -> ReadableSpan | N
 def test_sub_graph_is_a_named_agent_run_under_its_parent(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
-    graph = boss_with_researcher(ScriptedChatModel(["found it", "the answer"]))
-    graph.invoke({"messages": [("user", "hi")]}, config=cfg(lc, run_name="boss"))
-    spans = telemetry.spans()
-    names = by_name(spans)
+    spans, names = _boss_run(telemetry, lc)
     (boss,) = names["invoke_agent boss"]
     (researcher,) = names["invoke_agent researcher"]
     assert (boss.attributes or {})[semconv.GEN_AI_AGENT_NAME] == "boss"
@@ -106,10 +113,7 @@ def test_node_spans_nest_model_calls_and_sub_agents(
     telemetry: InMemoryTelemetry,
 ) -> None:
     lc = LangChainCallbackHandler(handler=telemetry.handler(), node_spans=True)
-    graph = boss_with_researcher(ScriptedChatModel(["found it", "the answer"]))
-    graph.invoke({"messages": [("user", "hi")]}, config=cfg(lc, run_name="boss"))
-    spans = telemetry.spans()
-    names = by_name(spans)
+    spans, names = _boss_run(telemetry, lc)
     (boss,) = names["invoke_agent boss"]
     (researcher,) = names["invoke_agent researcher"]
     (research,) = names["invoke_node research"]
