@@ -29,7 +29,8 @@ from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.semantic_kernel import SymfonicFilters
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import looping, repeated
+from tests.support.raising_support import assert_error_run
 from tests.support.semantic_kernel_support import ScriptedChat, arguments, chat, kernel
 
 
@@ -137,17 +138,11 @@ def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     k, fn = _kernel(telemetry, chat(tool_turns=1))
     with tenant_scope("acme"):
         assert entry(k, fn, arguments(input="q")) == "It is sunny."
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    checks.assert_one_healthy_run(telemetry)
     assert _fallbacks(telemetry, True) + _fallbacks(telemetry, False) == 0
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     run = telemetry.span("invoke_agent helper")
     assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    tool = telemetry.span("execute_tool lookup")
-    assert tool.parent is not None and tool.parent.span_id == run.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run, input_tokens=None)
 
 
 def test_a_blank_answer_is_a_silent_bail(telemetry: InMemoryTelemetry) -> None:
@@ -193,11 +188,7 @@ def test_a_raising_model_reaches_the_caller_unchanged_and_the_run_is_an_error(
         invoke(k, fn, arguments(input="q"))
     assert isinstance(raised.value.__cause__, FunctionExecutionException)
     assert isinstance(raised.value.__cause__.__cause__, ConnectionError)
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert bails_of(telemetry, "acme") == 0
-    run = telemetry.span("invoke_agent helper")
-    assert (run.attributes or {})["error.type"] == "FunctionExecutionException"
+    assert_error_run(telemetry, "acme", raised.value.__cause__)
 
 
 def test_a_raising_tool_is_swallowed_by_the_kernel_and_the_run_completes(
@@ -252,10 +243,7 @@ def test_open_runs_are_bounded(telemetry: InMemoryTelemetry) -> None:
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicFilters(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicFilters(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicFilters)
 
 
 # --- loops ------------------------------------------------------------------------------------
@@ -267,14 +255,7 @@ def test_three_identical_lookups_are_one_looping_run(
     k, fn = _kernel(telemetry, chat(tool_turns=3))
     with tenant_scope("acme"):
         assert entry(k, fn, arguments(input="q")) == "It is sunny."
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent helper").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    checks.assert_three_lookups_looped(telemetry, None, repeated_calls=None)
 
 
 def test_two_lookups_are_no_loop(telemetry: InMemoryTelemetry) -> None:

@@ -36,16 +36,18 @@ def watched_lookup(
 
 def assert_three_lookups_looped(
     telemetry: InMemoryTelemetry,
-    seen_in_call: list[float],
+    seen_in_call: list[float] | None,
     *,
     span: str = "invoke_agent helper",
     inference_calls: int = 4,
     repeated_calls: int | None = 2,
+    tool: str = "lookup",
 ) -> None:
-    """``lookup(q="weather")`` called three times for tenant ``acme``: one looping run, counted
-    at the third call (``seen_in_call`` read inside each call), two repeats, the run span's
-    counts and loop event, and the argument's text nowhere."""
-    assert seen_in_call == [0, 0, 1]  # detected before the run ended
+    """``tool(q="weather")`` called three times for tenant ``acme``: one looping run, counted
+    at the third call (``seen_in_call`` read inside each call, where the test watched it), two
+    repeats, the run span's counts and loop event, and the argument's text nowhere."""
+    if seen_in_call is not None:
+        assert seen_in_call == [0, 0, 1]  # detected before the run ended
     assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
     assert repeated(telemetry, tenant__id="acme") == 2
     attributes = telemetry.span(span).attributes or {}
@@ -54,7 +56,7 @@ def assert_three_lookups_looped(
         assert attributes[semconv.RUN_REPEATED_TOOL_CALLS] == repeated_calls
     assert attributes[semconv.RUN_INFERENCE_CALLS] == inference_calls
     (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
+    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == tool
     assert_no_text(telemetry, '"weather"')
 
 
@@ -171,15 +173,20 @@ def assert_only_acme_bailed(telemetry: InMemoryTelemetry, bails: int) -> None:
 
 
 def assert_two_chats_and_the_tool_under(
-    telemetry: InMemoryTelemetry, run: ReadableSpan, chat: str = "chat scripted"
+    telemetry: InMemoryTelemetry,
+    run: ReadableSpan,
+    chat: str = "chat scripted",
+    tool: str = "lookup",
+    input_tokens: int | None = 10,
 ) -> None:
-    """Two ``chat`` spans and the ``lookup`` tool span are children of ``run``, the first chat
-    read 10 input tokens."""
+    """Two ``chat`` spans and the ``tool`` span are children of ``run``, the first chat read
+    ``input_tokens`` (where the test's model reports them)."""
     chats = [s for s in telemetry.spans() if s.name == chat]
     assert len(chats) == 2
     assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == 10
-    tool_span = telemetry.span("execute_tool lookup")
+    if input_tokens is not None:
+        assert (chats[0].attributes or {})[semconv.GEN_AI_USAGE_INPUT_TOKENS] == input_tokens
+    tool_span = telemetry.span(f"execute_tool {tool}")
     assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
 
 
