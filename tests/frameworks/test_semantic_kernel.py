@@ -60,6 +60,15 @@ def invoke_stream(k: Kernel, fn: Any, args: Any) -> str:
     return asyncio.run(consume())
 
 
+def _answers(
+    telemetry: InMemoryTelemetry, model: ScriptedChat, entry: Any = invoke, **kwargs: Any
+) -> None:
+    """Runs ``model``'s kernel through ``entry`` for tenant ``acme``: it answers."""
+    k, fn = _kernel(telemetry, model, **kwargs)
+    with tenant_scope("acme"):
+        assert entry(k, fn, arguments(input="q")) == "It is sunny."
+
+
 ENTRY_POINTS = {"invoke": invoke, "invoke_prompt": invoke_prompt, "invoke_stream": invoke_stream}
 
 
@@ -135,9 +144,7 @@ def test_an_answer_on_the_last_allowed_attempt_is_no_bail_and_one_past_is(
 def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
-    k, fn = _kernel(telemetry, chat(tool_turns=1))
-    with tenant_scope("acme"):
-        assert entry(k, fn, arguments(input="q")) == "It is sunny."
+    _answers(telemetry, chat(tool_turns=1), entry=entry)
     checks.assert_one_healthy_run(telemetry)
     assert _fallbacks(telemetry, True) + _fallbacks(telemetry, False) == 0
     run = telemetry.span("invoke_agent helper")
@@ -199,9 +206,7 @@ def test_a_raising_tool_is_swallowed_by_the_kernel_and_the_run_completes(
         def lookup(self, q: str) -> str:
             raise KeyError(q)
 
-    k, fn = _kernel(telemetry, chat(tool_turns=1), plugin=Broken())
-    with tenant_scope("acme"):
-        assert invoke(k, fn, arguments(input="q")) == "It is sunny."
+    _answers(telemetry, chat(tool_turns=1), plugin=Broken())
     where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "completed"}
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     tool = telemetry.span("execute_tool lookup")
@@ -218,9 +223,7 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
         raise OSError("telemetry down")
 
     monkeypatch.setattr(filters._book, "start_tool", broken)
-    k, fn = _kernel(telemetry, chat(tool_turns=1), filters=filters)
-    with tenant_scope("acme"):
-        assert invoke(k, fn, arguments(input="q")) == "It is sunny."
+    _answers(telemetry, chat(tool_turns=1), filters=filters)
     dropped = {semconv.TELEMETRY_EVENT: "SymfonicFilters.tool_start"}
     assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
     assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
@@ -252,9 +255,7 @@ def test_bad_arguments_get_clear_errors() -> None:
 def test_three_identical_lookups_are_one_looping_run(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
-    k, fn = _kernel(telemetry, chat(tool_turns=3))
-    with tenant_scope("acme"):
-        assert entry(k, fn, arguments(input="q")) == "It is sunny."
+    _answers(telemetry, chat(tool_turns=3), entry=entry)
     checks.assert_three_lookups_looped(telemetry, None, repeated_calls=None)
 
 
