@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
-from langchain_core.tools import StructuredTool, tool
+from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from opentelemetry.sdk.trace import ReadableSpan
@@ -33,6 +33,7 @@ from tests.support.agent_shapes_support import (
     cfg,
     one_node_graph,
     research_then_answer,
+    research_tool,
     run_with,
     texts,
 )
@@ -176,12 +177,7 @@ def test_handler_on_a_sub_graph_only_records_it_as_a_run(
 def test_graph_inside_a_standalone_tool_nests_under_the_tool(
     telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
 ) -> None:
-    inner = model_only_graph(ScriptedChatModel(["inner says 42"]))
-
-    @tool
-    def research(topic: str) -> str:
-        """Research a topic with a sub-agent."""
-        return str(inner.invoke({"messages": [("user", topic)]})["messages"][-1].content)
+    research = research_tool()
 
     def node(state: MessagesState) -> dict[str, Any]:
         research.invoke({"topic": "life"}, config=cfg(captured))  # the handler on this call only

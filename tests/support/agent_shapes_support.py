@@ -11,14 +11,16 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, tool
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.util.types import AttributeValue
 from pydantic import BaseModel
 
 from symfonic_otel import LangChainCallbackHandler, semconv
+from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.chain_graph_support import chain_graph, model_node
-from tests.support.langchain_support import AGENT_SPAN, call, internal_errors
+from tests.support.langchain_support import AGENT_SPAN, call, internal_errors, model_only_graph
 
 RUNS = semconv.AGENT_RUNS.name
 BAILS = semconv.SILENT_BAILS.name
@@ -154,6 +156,18 @@ def noded(telemetry: InMemoryTelemetry) -> Iterator[LangChainCallbackHandler]:
 def one_node_graph(name: str, model: BaseChatModel, graph_name: str | None = None) -> Any:
     """One node ``name`` calling ``model``; the graph is the agent ``graph_name`` when given."""
     return chain_graph((name, model_node(model)), name=graph_name)
+
+
+def research_tool() -> BaseTool:
+    """A ``research`` tool that answers by running a one-node sub-agent graph of its own."""
+    inner = model_only_graph(ScriptedChatModel(["inner says 42"]))
+
+    @tool
+    def research(topic: str) -> str:
+        """Research a topic with a sub-agent."""
+        return str(inner.invoke({"messages": [("user", topic)]})["messages"][-1].content)
+
+    return research
 
 
 def research_then_answer(research: Any, model: BaseChatModel) -> Any:
