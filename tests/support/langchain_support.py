@@ -59,6 +59,12 @@ def add(a: int, b: int) -> int:
 
 
 @tool
+def broken(x: int) -> int:
+    """Always fails."""
+    raise ValueError("nope")
+
+
+@tool
 def ask_human(question: str) -> str:
     """Ask the operator and wait for the answer (a LangGraph interrupt)."""
     answer = interrupt(question)
