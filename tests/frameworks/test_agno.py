@@ -209,16 +209,13 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     adapter = _adapter(telemetry)
-
-    checks.break_tool_start(monkeypatch, adapter)
     built = agent(adapter, ScriptedModel(tool_turns=1))
-    with tenant_scope("acme"):
-        assert run(built).content == "It is sunny."
+    checks.assert_a_broken_tool_start_is_only_dropped(
+        monkeypatch, telemetry, adapter, "SymfonicAgno.tool_start", lambda: run(built).content
+    )
 
-    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgno.tool_start")
 
-
-@pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
+@checks.open_runs_past_a_cap_of_two
 def test_open_runs_are_capped_the_oldest_ends_abandoned(
     telemetry: InMemoryTelemetry, started: int, open_after: int
 ) -> None:
@@ -227,12 +224,7 @@ def test_open_runs_are_capped_the_oldest_ends_abandoned(
     for n in range(started):
         context = SimpleNamespace(run_id=f"r{n}", session_id="s", metadata=None, session_state=None)
         adapter.pre_hook(None, context, SimpleNamespace(name="helper"))
-    abandoned = {semconv.RUN_OUTCOME: "abandoned"}
-    assert adapter.open_runs == open_after
-    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started - open_after
-    adapter.close()  # at shutdown: what is left ends abandoned too
-    assert adapter.open_runs == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started
+    checks.assert_open_runs_capped(telemetry, adapter, started, open_after, adapter.close)
 
 
 def test_instrument_is_idempotent_and_bad_arguments_get_clear_errors(

@@ -318,10 +318,13 @@ def test_a_failing_tool_is_swallowed_by_react_and_the_run_completes(
 def test_a_failing_adapter_never_reaches_the_program_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, callback: SymfonicCallback, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checks.break_tool_start(monkeypatch, callback)
-    with tenant_scope("acme"):
-        assert call(_react(healthy(1))).answer == "It is sunny."
-    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicCallback.tool_start")
+    checks.assert_a_broken_tool_start_is_only_dropped(
+        monkeypatch,
+        telemetry,
+        callback,
+        "SymfonicCallback.tool_start",
+        lambda: call(_react(healthy(1))).answer,
+    )
 
 
 def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTelemetry) -> None:

@@ -18,6 +18,26 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 
+# Runs started past an adapter's cap of two open runs, and how many stay open.
+open_runs_past_a_cap_of_two = pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
+
+
+def assert_open_runs_capped(
+    telemetry: InMemoryTelemetry,
+    adapter: Any,
+    started: int,
+    open_after: int,
+    close: Callable[[], Any],
+) -> None:
+    """``started`` runs left open on ``adapter``: the oldest past the cap ended abandoned, and
+    ``close`` (the adapter's shutdown) ends what is left abandoned too."""
+    abandoned = {semconv.RUN_OUTCOME: "abandoned"}
+    assert adapter.open_runs == open_after
+    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started - open_after
+    close()
+    assert adapter.open_runs == 0
+    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started
+
 
 def watched_lookup(
     telemetry: InMemoryTelemetry, kind: str = semconv.LOOP_REPEATED_TOOL_CALL
@@ -163,6 +183,22 @@ def break_tool_start(
         raise error("telemetry down")
 
     monkeypatch.setattr(adapter._book, "start_tool", broken)
+
+
+def assert_a_broken_tool_start_is_only_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+    telemetry: InMemoryTelemetry,
+    adapter: Any,
+    where: str,
+    answer: Callable[[], Any],
+    error: type[Exception] = OSError,
+) -> None:
+    """With the adapter's tool start broken (``break_tool_start``), ``answer()`` for tenant
+    ``acme`` still answers, and the failure is one dropped event at ``where``."""
+    break_tool_start(monkeypatch, adapter, error)
+    with tenant_scope("acme"):
+        assert answer() == "It is sunny."
+    assert_dropped_once_and_the_run_counted(telemetry, where)
 
 
 def assert_only_acme_bailed(telemetry: InMemoryTelemetry, bails: int) -> None:
