@@ -10,7 +10,6 @@ with stop reason ``recursion_limit``, whatever it answered after; a run at the l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -59,9 +58,7 @@ def arun_stream(built: Any, **kwargs: Any) -> Any:
 ENTRY_POINTS = {"run": run, "arun": arun, "run_stream": run_stream, "arun_stream": arun_stream}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _adapter(telemetry: InMemoryTelemetry, **kwargs: Any) -> SymfonicAgno:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +93,7 @@ def run_partial(recorder: SymfonicRecorder, opts: ClaudeAgentOptions) -> list[An
 ENTRY_POINTS = {"query": run_query, "client": run_client, "partial": run_partial}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _result(messages: list[Any]) -> ResultMessage:

@@ -145,9 +145,7 @@ ENTRY_POINTS = {
 }
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 _fallbacks = checks.fallbacks

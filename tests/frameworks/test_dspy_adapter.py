@@ -93,9 +93,7 @@ def streamify(program: dspy.Module) -> Any:
 ENTRY_POINTS = {"call": call, "acall": acall, "streamify": streamify}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Any:
-    return ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _fallbacks(telemetry: InMemoryTelemetry, recovered: bool | None = None) -> float:

@@ -10,7 +10,7 @@ verdicts. Runs in the ``google-adk`` environment that ``.ci/framework-envs`` bui
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -132,9 +132,7 @@ ENTRY_POINTS = {
 }
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 # --- the step cap: LlmCallsLimitExceededError ----------------------------------------------------

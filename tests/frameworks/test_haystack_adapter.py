@@ -124,9 +124,7 @@ ENTRY_POINTS = {
 }
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Any:
-    return ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _assert_capped(telemetry: InMemoryTelemetry, tenant: str) -> None:

@@ -11,7 +11,6 @@ the last allowed attempt is no bail. Runs in the ``semantic-kernel`` environment
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -72,9 +71,7 @@ def _answers(
 ENTRY_POINTS = {"invoke": invoke, "invoke_prompt": invoke_prompt, "invoke_stream": invoke_stream}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 _fallbacks = checks.fallbacks

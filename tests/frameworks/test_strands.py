@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -105,9 +105,7 @@ def stream_async(agent: Agent, **kwargs: Any) -> Any:
 ENTRY_POINTS = {"call": call, "invoke_async": invoke_async, "stream_async": stream_async}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _assert_capped(telemetry: InMemoryTelemetry, tenant: str) -> None:

@@ -18,6 +18,18 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import bails_of
 from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
 
+
+def entry_fixture(points: dict[str, Callable[..., Any]]) -> Any:
+    """The ``entry`` fixture of an adapter's tests: each test that takes it runs once per entry
+    point of its framework (``points``, by name)."""
+
+    @pytest.fixture(params=sorted(points))
+    def entry(request: pytest.FixtureRequest) -> Callable[..., Any]:
+        return points[request.param]
+
+    return entry
+
+
 # Runs started past an adapter's cap of two open runs, and how many stay open.
 open_runs_past_a_cap_of_two = pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
 
