@@ -61,23 +61,18 @@ def openai_reply(
         arguments = json.dumps({"a": call if a is None else a, "b": 1})
         function = {"name": "add", "arguments": arguments}
         message["tool_calls"] = [{"id": f"call_{call}", "type": "function", "function": function}]
-    return WireResponse(chat_completion(message, finish_reason, f"chatcmpl-{call}"))
-
-
-def chat_completion(
-    message: dict[str, Any], finish_reason: str, completion_id: str = "chatcmpl-1"
-) -> dict[str, Any]:
-    """A Chat Completions body around ``message`` as OpenAI sends it (one model, fixed usage)."""
-    return {
-        "id": completion_id,
-        "object": "chat.completion",
-        "created": 1763640368,
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [
-            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
-        ],
-        "usage": {"prompt_tokens": 52, "completion_tokens": 18, "total_tokens": 70},
-    }
+    return WireResponse(
+        {
+            "id": f"chatcmpl-{call}",
+            "object": "chat.completion",
+            "created": 1763640368,
+            "model": "gpt-4o-mini-2024-07-18",
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
+            ],
+            "usage": {"prompt_tokens": 52, "completion_tokens": 18, "total_tokens": 70},
+        }
+    )
 
 
 def replies(scenario: str) -> list[Any]:
