@@ -29,7 +29,6 @@ from tests.support.agent_shapes_support import (
     Tree,
     assert_clean,
     attrs,
-    captured,
     cfg,
     one_node_graph,
     research_then_answer,
@@ -46,8 +45,6 @@ from tests.support.langchain_support import (
     react_agent,
     tool_turn,
 )
-
-__all__ = ["captured"]  # the fixture, imported for pytest
 
 
 def _in_request(

@@ -29,9 +29,7 @@ from tests.support.agent_shapes_support import (
     RUNS,
     Tree,
     attrs,
-    captured,
     cfg,
-    noded,
     one_node_graph,
     research_then_answer,
     research_tool,
@@ -47,9 +45,6 @@ from tests.support.langchain_support import (
     slow,
     tool_turn,
 )
-
-__all__ = ["captured", "noded"]  # the fixtures, imported for pytest
-
 
 # --- sub-graphs and fan-out -----------------------------------------------------------------
 

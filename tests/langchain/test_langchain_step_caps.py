@@ -30,9 +30,7 @@ from tests.support.langchain_support import (
     AGENT_SPAN,
     add,
     call,
-    instrumentor,
     internal_errors,
-    no_detach_errors,
 )
 from tests.support.step_cap_support import (
     BAILS,
@@ -50,8 +48,6 @@ from tests.support.step_cap_support import (
     script,
     tool_call_limit,
 )
-
-__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
 
 pytestmark = pytest.mark.usefixtures("no_detach_errors")
 
