@@ -1,7 +1,8 @@
 """The OpenAI Agents SDK adapter on the SDK's other paths (real SDK, scripted models).
 
-The streamed path, Responses-API turns, agents used as tools, failing tools and models,
-output guardrails, threads, conversation ids, runs without task spans, ``max_turns`` handlers.
+The streamed path, Responses-API turns, agents used as tools, failing tools and models, threads,
+conversation ids, runs without task spans, ``max_turns`` handlers (guardrails: the adapter's
+tests).
 """
 
 from __future__ import annotations
@@ -12,13 +13,10 @@ from typing import Any
 import pytest
 from agents import (
     Agent,
-    GuardrailFunctionOutput,
     MaxTurnsExceeded,
-    OutputGuardrailTripwireTriggered,
     RunConfig,
     Runner,
     function_tool,
-    output_guardrail,
 )
 from agents.tracing import generation_span
 from opentelemetry.trace import StatusCode
@@ -34,7 +32,6 @@ from tests.support.openai_agents_support import (
     ScriptedModel,
     agent,
     answering,
-    assert_guardrail_error,
     bails_of,
     looping,
     run_agent,
@@ -180,19 +177,6 @@ def test_without_task_spans_the_trace_is_therun_agent(
     handoff = telemetry.span("handoff second")
     run = telemetry.span("invoke_agent first")
     assert handoff.parent is not None and handoff.parent.span_id == run.context.span_id
-
-
-def test_an_output_guardrail_trip_is_an_error_not_a_silent_bail(
-    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
-) -> None:
-    @output_guardrail
-    async def block_answers(ctx: Any, agent_: Any, output: Any) -> GuardrailFunctionOutput:
-        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
-
-    guarded = agent(answering(), output_guardrails=[block_answers])
-    with pytest.raises(OutputGuardrailTripwireTriggered):
-        Runner.run_sync(guarded, "anything")
-    assert_guardrail_error(telemetry)
 
 
 class _FailingModel(ScriptedModel):
