@@ -32,7 +32,6 @@ from tests.support.agent_framework_support import (
     capped_client,
 )
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import looping
 
 
 async def _run(built: Any, **kwargs: Any) -> Any:
@@ -212,14 +211,14 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch, entry: Any
 ) -> None:
     adapter = _adapter(telemetry)
+    built = agent(adapter, ScriptedClient(tool_turns=1))
+    where = "SymfonicAgentFramework.tool_start"
+    checks.assert_a_broken_tool_start_is_only_dropped(
+        monkeypatch, telemetry, adapter, where, lambda: entry(built).text
+    )
 
-    checks.break_tool_start(monkeypatch, adapter)
-    with tenant_scope("acme"):
-        assert entry(agent(adapter, ScriptedClient(tool_turns=1))).text == "It is sunny."
-    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgentFramework.tool_start")
 
-
-@pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
+@checks.open_runs_past_a_cap_of_two
 def test_open_runs_are_capped_the_oldest_ends_abandoned(
     telemetry: InMemoryTelemetry, started: int, open_after: int
 ) -> None:
@@ -233,12 +232,7 @@ def test_open_runs_are_capped_the_oldest_ends_abandoned(
             await stream.__anext__()  # the run starts, its stream is then dropped unfinished
 
     asyncio.run(leave_streams())
-    abandoned = {semconv.RUN_OUTCOME: "abandoned"}
-    assert adapter.open_runs == open_after
-    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started - open_after
-    adapter.close()
-    assert adapter.open_runs == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started
+    checks.assert_open_runs_capped(telemetry, adapter, started, open_after, adapter.close)
 
 
 def test_bad_arguments_get_clear_errors() -> None:
@@ -251,16 +245,9 @@ def test_bad_arguments_get_clear_errors() -> None:
 def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
-    seen_in_call: list[float] = []
-
-    @tool(name="lookup")
-    def watched(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
+    watched, seen_in_call = checks.watched_lookup(telemetry)
     with tenant_scope("acme"):
-        entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=3), [watched]))
+        entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=3), [tool(watched)]))
     checks.assert_three_lookups_looped(telemetry, seen_in_call)
 
 
@@ -269,7 +256,6 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 ) -> None:
     def go(tool_turns: int, **options: Any) -> None:
         built = agent(_adapter(telemetry, **options), ScriptedClient(tool_turns=tool_turns))
-        with tenant_scope("acme"):
-            asyncio.run(built.run(QUESTION))
+        asyncio.run(built.run(QUESTION))
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)

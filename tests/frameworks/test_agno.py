@@ -10,7 +10,6 @@ with stop reason ``recursion_limit``, whatever it answered after; a run at the l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -59,9 +58,7 @@ def arun_stream(built: Any, **kwargs: Any) -> Any:
 ENTRY_POINTS = {"run": run, "arun": arun, "run_stream": run_stream, "arun_stream": arun_stream}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _adapter(telemetry: InMemoryTelemetry, **kwargs: Any) -> SymfonicAgno:
@@ -209,16 +206,13 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     adapter = _adapter(telemetry)
-
-    checks.break_tool_start(monkeypatch, adapter)
     built = agent(adapter, ScriptedModel(tool_turns=1))
-    with tenant_scope("acme"):
-        assert run(built).content == "It is sunny."
+    checks.assert_a_broken_tool_start_is_only_dropped(
+        monkeypatch, telemetry, adapter, "SymfonicAgno.tool_start", lambda: run(built).content
+    )
 
-    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicAgno.tool_start")
 
-
-@pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
+@checks.open_runs_past_a_cap_of_two
 def test_open_runs_are_capped_the_oldest_ends_abandoned(
     telemetry: InMemoryTelemetry, started: int, open_after: int
 ) -> None:
@@ -227,12 +221,7 @@ def test_open_runs_are_capped_the_oldest_ends_abandoned(
     for n in range(started):
         context = SimpleNamespace(run_id=f"r{n}", session_id="s", metadata=None, session_state=None)
         adapter.pre_hook(None, context, SimpleNamespace(name="helper"))
-    abandoned = {semconv.RUN_OUTCOME: "abandoned"}
-    assert adapter.open_runs == open_after
-    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started - open_after
-    adapter.close()  # at shutdown: what is left ends abandoned too
-    assert adapter.open_runs == 0
-    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == started
+    checks.assert_open_runs_capped(telemetry, adapter, started, open_after, adapter.close)
 
 
 def test_instrument_is_idempotent_and_bad_arguments_get_clear_errors(
@@ -256,13 +245,7 @@ def test_instrument_is_idempotent_and_bad_arguments_get_clear_errors(
 def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
-    seen_in_call: list[float] = []
-
-    def lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
+    lookup, seen_in_call = checks.watched_lookup(telemetry)
     built = agent(_adapter(telemetry), ScriptedModel(tool_turns=3), tools=[lookup])
     with tenant_scope("acme"):
         assert entry(built).content == "It is sunny."
@@ -273,8 +256,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
     def go(tool_turns: int, **options: Any) -> None:
-        with tenant_scope("acme"):
-            run(agent(_adapter(telemetry, **options), ScriptedModel(tool_turns=tool_turns)))
+        run(agent(_adapter(telemetry, **options), ScriptedModel(tool_turns=tool_turns)))
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)
 
@@ -282,13 +264,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 def test_model_calls_are_read_at_each_tool_call_so_the_call_budget_counts_while_it_runs(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    seen_in_call: list[float] = []
-
-    def lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_CALL_BUDGET))
-        return f"result for {q}"
-
+    lookup, seen_in_call = checks.watched_lookup(telemetry, semconv.LOOP_CALL_BUDGET)
     adapter = _adapter(telemetry, runaway_calls=2)
     with tenant_scope("acme"):
         run(agent(adapter, ScriptedModel(tool_turns=3), tools=[lookup]))

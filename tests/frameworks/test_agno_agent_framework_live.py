@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live_paging import live_paging
+from tests.support.live_paging import BAILER, STEADY, assert_pages_the_bailer_only
 
 pytest.importorskip("agno", reason="needs the agno extra")
 pytest.importorskip("agent_framework", reason="needs the agent-framework extra")
@@ -26,10 +26,6 @@ from symfonic_otel.agent_framework import SymfonicAgentFramework
 from symfonic_otel.agno import SymfonicAgno
 from tests.support import agent_framework_support as maf
 from tests.support import agno_support as ag
-
-FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
-PAUSE_S = 0.2
-BAILER, STEADY = "capped-tenant", "steady-tenant"
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -67,7 +63,4 @@ ROUNDS = {"agno": _agno_round, "agent-framework": _agent_framework_round}
 
 @pytest.mark.parametrize("framework", sorted(ROUNDS))
 def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path, framework: str) -> None:
-    with live_paging(tmp_path, FACTOR) as live:
-        fired, ever = live.watch(ROUNDS[framework](live.handler), PAUSE_S, {BAILER})
-    assert BAILER in fired
-    assert STEADY not in ever
+    assert_pages_the_bailer_only(tmp_path, ROUNDS[framework])

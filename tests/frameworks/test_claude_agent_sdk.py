@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,8 @@ from symfonic_otel.claude_agent_sdk import SymfonicRecorder
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.anthropic_wire_support import TOOL, ScriptedAnthropic, serving
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, looping, repeated
+from tests.support.loop_support import looping
+from tests.support.raising_support import assert_error_run
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -92,9 +93,7 @@ def run_partial(recorder: SymfonicRecorder, opts: ClaudeAgentOptions) -> list[An
 ENTRY_POINTS = {"query": run_query, "client": run_client, "partial": run_partial}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _result(messages: list[Any]) -> ResultMessage:
@@ -112,16 +111,11 @@ def test_an_answer_is_a_completed_run_with_our_span_shape(
     with serving(ScriptedAnthropic(tool_turns=1)) as script, tenant_scope("acme"):
         messages = entry(recorder, options(script, tmp_path))
     assert _result(messages).result == "It is sunny."
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    checks.assert_one_healthy_run(telemetry)
     run = telemetry.span("invoke_agent claude")
     assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat claude-sonnet-4-5"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    tool_span = telemetry.span(f"execute_tool {TOOL}")
-    assert tool_span.parent is not None and tool_span.parent.span_id == run.context.span_id
+    chat = "chat claude-sonnet-4-5"
+    checks.assert_two_chats_and_the_tool_under(telemetry, run, chat, TOOL, input_tokens=None)
     assert recorder.open_runs == 0
 
 
@@ -132,8 +126,12 @@ def _assert_capped(telemetry: InMemoryTelemetry, tenant: str, outcome: str) -> N
     checks.assert_capped_silent_bail(telemetry, tenant, outcome)
 
 
-def test_max_turns_is_a_silent_bail_and_the_result_error_reaches_the_caller(
-    telemetry: InMemoryTelemetry, tmp_path: Path
+@pytest.mark.parametrize(
+    ("cap", "subtype"),
+    [({"max_turns": 2}, "error_max_turns"), ({"max_budget_usd": 0.00001}, "error_max_budget_usd")],
+)
+def test_max_turns_or_the_budget_is_a_silent_bail_and_the_result_error_reaches_the_caller(
+    telemetry: InMemoryTelemetry, tmp_path: Path, cap: dict[str, Any], subtype: str
 ) -> None:
     recorder = SymfonicRecorder(handler=telemetry.handler())
     with (
@@ -141,8 +139,8 @@ def test_max_turns_is_a_silent_bail_and_the_result_error_reaches_the_caller(
         tenant_scope("acme"),
         pytest.raises(ResultError) as raised,
     ):
-        run_query(recorder, options(script, tmp_path, max_turns=2))
-    assert raised.value.subtype == "error_max_turns"
+        run_query(recorder, options(script, tmp_path, **cap))
+    assert raised.value.subtype == subtype
     _assert_capped(telemetry, "acme", "error")
     run = telemetry.span("invoke_agent claude")
     assert (run.attributes or {})["error.type"] == "ResultError"
@@ -157,18 +155,6 @@ def test_a_client_that_keeps_its_cli_is_capped_without_an_exception(
         messages = run_client(recorder, options(script, tmp_path, max_turns=2))
     assert _result(messages).subtype == "error_max_turns"
     _assert_capped(telemetry, "acme", "completed")
-
-
-def test_the_budget_cap_is_a_silent_bail_too(telemetry: InMemoryTelemetry, tmp_path: Path) -> None:
-    recorder = SymfonicRecorder(handler=telemetry.handler())
-    with (
-        serving(ScriptedAnthropic()) as script,
-        tenant_scope("acme"),
-        pytest.raises(ResultError) as raised,
-    ):
-        run_query(recorder, options(script, tmp_path, max_budget_usd=0.00001))
-    assert raised.value.subtype == "error_max_budget_usd"
-    _assert_capped(telemetry, "acme", "error")
 
 
 @pytest.mark.parametrize(("max_turns", "bails"), [(3, 0), (2, 1)])
@@ -228,11 +214,7 @@ def test_a_failing_model_is_an_error_run_and_the_exception_reaches_the_caller(
     ):
         run_query(recorder, options(script, tmp_path))
     assert raised.value.subtype != "error_max_turns"
-    runs = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, runs) == 1
-    assert bails_of(telemetry, "acme") == 0
-    run = telemetry.span("invoke_agent claude")
-    assert (run.attributes or {})["error.type"] == "ResultError"
+    assert_error_run(telemetry, "acme", raised.value, span="invoke_agent claude")
 
 
 def test_a_raising_tool_is_reported_to_the_model_and_the_run_completes(
@@ -299,10 +281,7 @@ def test_open_runs_are_bounded(telemetry: InMemoryTelemetry) -> None:
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicRecorder(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicRecorder(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicRecorder)
 
 
 # --- loops ------------------------------------------------------------------------------------
@@ -314,13 +293,9 @@ def test_three_identical_lookups_are_one_looping_run(
     recorder = SymfonicRecorder(handler=telemetry.handler())
     with serving(ScriptedAnthropic(tool_turns=3)) as script, tenant_scope("acme"):
         entry(recorder, options(script, tmp_path))
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent claude").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3
+    checks.assert_three_lookups_looped(
+        telemetry, None, span="invoke_agent claude", repeated_calls=None, tool=TOOL
+    )
 
 
 def test_the_loop_options_reach_the_handler(telemetry: InMemoryTelemetry, tmp_path: Path) -> None:

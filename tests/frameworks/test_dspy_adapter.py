@@ -23,14 +23,14 @@ pytest.importorskip("dspy", reason="needs the dspy extra (.ci/framework-envs)")
 import dspy
 from dspy.utils.dummies import DummyLM
 from dspy.utils.exceptions import LMUnexpectedError
-from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.dspy import SymfonicCallback
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import assert_no_text, looping
+from tests.support.loop_support import assert_no_text
+from tests.support.raising_support import assert_error_run
 
 STEP = {
     "next_thought": "look it up",
@@ -93,9 +93,7 @@ def streamify(program: dspy.Module) -> Any:
 ENTRY_POINTS = {"call": call, "acall": acall, "streamify": streamify}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Any:
-    return ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _fallbacks(telemetry: InMemoryTelemetry, recovered: bool | None = None) -> float:
@@ -178,14 +176,8 @@ def test_a_healthy_run_extracts_too_and_that_is_no_fallback(
     with tenant_scope("acme"):
         prediction = entry(_react(healthy(1)))
     assert prediction.answer == "It is sunny."
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    checks.assert_one_healthy_run(telemetry)
     assert _fallbacks(telemetry) == 0
-    where = {
-        semconv.TENANT_ID: "acme",
-        semconv.RUN_OUTCOME: "completed",
-        semconv.RESPONSE_EMPTY: False,
-    }
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     run = telemetry.span("invoke_agent ReAct")
     assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
     chats = [s for s in telemetry.spans() if s.name == "chat dummy"]
@@ -250,15 +242,7 @@ def test_two_tenants_interleaved_keep_their_own_verdicts(
     fallbacks = {semconv.TENANT_ID: "acme"}
     assert telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, fallbacks) == 1
     assert _fallbacks(telemetry) == 1
-    runs = {
-        (s.attributes or {})[semconv.RUN_ID]: (s.attributes or {})[semconv.TENANT_ID]
-        for s in telemetry.spans()
-        if s.name == "invoke_agent ReAct"
-    }
-    assert sorted(runs.values()) == ["acme", "globex"]
-    for span in telemetry.spans():  # every step recorded in its own tenant's run
-        attributes = span.attributes or {}
-        assert runs[attributes[semconv.RUN_ID]] == attributes[semconv.TENANT_ID], span.name
+    checks.assert_each_span_in_its_tenant_s_run(telemetry, "invoke_agent ReAct")
 
 
 # --- errors: the framework's own exception, unchanged --------------------------------------------
@@ -291,12 +275,7 @@ def test_a_raising_model_reaches_the_caller_as_dspys_error_and_the_run_is_an_err
         entry(program)
     if entry is not streamify:  # streamify re-raises DSPy's error from its worker, uncaused
         assert caught.value.__cause__ is lm.raised  # DSPy's own error, the provider's its cause
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    run = telemetry.span("invoke_agent ReAct")
-    assert run.status.status_code is StatusCode.ERROR
-    assert (run.attributes or {})[semconv.ERROR_TYPE] == "LMUnexpectedError"
+    assert_error_run(telemetry, "acme", caught.value, span="invoke_agent ReAct")
     failed = [s for s in telemetry.spans() if (s.attributes or {}).get(semconv.ERROR_TYPE)]
     assert any(s.name == "chat dummy" for s in failed)
 
@@ -337,10 +316,13 @@ def test_a_failing_tool_is_swallowed_by_react_and_the_run_completes(
 def test_a_failing_adapter_never_reaches_the_program_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, callback: SymfonicCallback, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checks.break_tool_start(monkeypatch, callback)
-    with tenant_scope("acme"):
-        assert call(_react(healthy(1))).answer == "It is sunny."
-    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicCallback.tool_start")
+    checks.assert_a_broken_tool_start_is_only_dropped(
+        monkeypatch,
+        telemetry,
+        callback,
+        "SymfonicCallback.tool_start",
+        lambda: call(_react(healthy(1))).answer,
+    )
 
 
 def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTelemetry) -> None:
@@ -392,15 +374,9 @@ def test_bad_arguments_get_clear_errors() -> None:
 def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     telemetry: InMemoryTelemetry, callback: SymfonicCallback, entry: Any
 ) -> None:
-    seen_in_call: list[float] = []
-
-    def lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
+    watched, seen_in_call = checks.watched_lookup(telemetry)
     with tenant_scope("acme"):
-        entry(_react(healthy(3), tools=[lookup]))
+        entry(_react(healthy(3), tools=[watched]))
     checks.assert_three_lookups_looped(
         telemetry, seen_in_call, span="invoke_agent ReAct", inference_calls=5, repeated_calls=None
     )  # three lookups, finish, extract
@@ -411,7 +387,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 ) -> None:
     def once(steps: int, **options: Any) -> None:
         made = SymfonicCallback(handler=telemetry.handler(**options))
-        with dspy.context(callbacks=[made]), tenant_scope("acme"):
+        with dspy.context(callbacks=[made]):
             call(_react(healthy(steps)))
 
     checks.assert_loop_options_reach_the_handler(telemetry, once, turns=(2, 3, 1))
@@ -420,24 +396,9 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 def test_a_cancelled_run_is_cancelled_never_a_bail(
     telemetry: InMemoryTelemetry, callback: SymfonicCallback
 ) -> None:
-    entered = asyncio.Event()
-
-    async def lookup(q: str) -> str:
-        """Look something up."""
-        entered.set()
-        await asyncio.sleep(30)
-        return "never"
-
-    async def go() -> None:
-        program = _react(capped(5), tools=[lookup])
-        with tenant_scope("acme"):
-            task = asyncio.create_task(program.acall(question="q"))
-        await asyncio.wait_for(entered.wait(), 10)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(go())
+    stuck, entered = checks.stuck_lookup()
+    program = _react(capped(5), tools=[stuck])
+    checks.cancel_once_entered(lambda: program.acall(question="q"), entered)
     checks.assert_cancelled_never_a_bail(telemetry)
 
 

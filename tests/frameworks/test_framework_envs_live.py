@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from symfonic_otel import OTelCallbackHandler, tenant_scope
-from tests.support.live_paging import live_paging
+from tests.support.live_paging import BAILER, STEADY, assert_pages_the_bailer_only
 
 
 def _installed(module: str) -> bool:
@@ -43,10 +43,6 @@ if not FRAMEWORKS:
         "needs google-adk, strands, haystack or dspy (.ci/framework-envs)", allow_module_level=True
     )
 
-
-FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
-PAUSE_S = 0.2
-BAILER, STEADY = "capped-tenant", "steady-tenant"
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -139,6 +135,4 @@ ROUNDS = {
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path, framework: str) -> None:
-    with live_paging(tmp_path, FACTOR) as live:
-        _, ever = live.watch(ROUNDS[framework](live.handler), PAUSE_S, {BAILER})
-    assert STEADY not in ever
+    assert_pages_the_bailer_only(tmp_path, ROUNDS[framework])

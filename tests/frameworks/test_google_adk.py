@@ -10,7 +10,7 @@ verdicts. Runs in the ``google-adk`` environment that ``.ci/framework-envs`` bui
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -132,9 +132,7 @@ ENTRY_POINTS = {
 }
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 # --- the step cap: LlmCallsLimitExceededError ----------------------------------------------------
@@ -239,13 +237,15 @@ def test_a_failing_handler_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plugin = SymfonicPlugin(handler=telemetry.handler())
-
-    checks.break_tool_start(monkeypatch, plugin, _Broken)
     runner = _runner(telemetry, ScriptedLlm(tool_turns=1), plugin=plugin)
-    with tenant_scope("acme"):
-        assert asyncio.run(run_async(runner)) == "It is sunny."
-
-    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicPlugin.before_tool")
+    checks.assert_a_broken_tool_start_is_only_dropped(
+        monkeypatch,
+        telemetry,
+        plugin,
+        "SymfonicPlugin.before_tool",
+        lambda: asyncio.run(run_async(runner)),
+        _Broken,
+    )
 
 
 def test_bad_arguments_get_clear_errors() -> None:
@@ -277,16 +277,8 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
 ) -> None:
     """The model calls ``lookup(q="weather")`` three times, then answers: a looping run for
     the tenant, counted at the third call (read inside that call), once, with two repeats."""
-    seen_in_call: list[float] = []
-
-    def lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
-    plugin = SymfonicPlugin(handler=telemetry.handler())
-    agent = LlmAgent(name="helper", model=ScriptedLlm(tool_turns=3), tools=[lookup])
-    runner = InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[plugin]))
+    lookup, seen_in_call = checks.watched_lookup(telemetry)
+    runner = _runner(telemetry, ScriptedLlm(tool_turns=3), tools=[lookup])
     with tenant_scope("acme"):
         assert entry(runner, RunConfig(max_llm_calls=10)) == "It is sunny."
     checks.assert_three_lookups_looped(telemetry, seen_in_call)
@@ -296,8 +288,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
     def go(tool_turns: int, **options: Any) -> None:
-        with tenant_scope("acme"):
-            run_sync(_runner(telemetry, ScriptedLlm(tool_turns=tool_turns), **options))
+        run_sync(_runner(telemetry, ScriptedLlm(tool_turns=tool_turns), **options))
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1

@@ -30,14 +30,14 @@ from haystack.tools.errors import ToolInvocationError
 from haystack.tracing import disable_tracing
 from haystack.tracing import tracer as haystack_tracer
 from haystack.tracing.logging_tracer import LoggingTracer
-from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.haystack import SymfonicTracer
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import assert_no_text, looping
+from tests.support.loop_support import assert_no_text
+from tests.support.raising_support import assert_error_run
 
 FOREVER = 10**6
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
@@ -69,6 +69,17 @@ def tracer(telemetry: InMemoryTelemetry) -> Iterator[SymfonicTracer]:
     yield made
     made.uninstall()
     assert made.open_runs == 0
+
+
+@contextlib.contextmanager
+def _installed(telemetry: InMemoryTelemetry, **options: Any) -> Iterator[SymfonicTracer]:
+    """A tracer whose handler gets ``options``, Haystack's tracer until the block ends."""
+    made = SymfonicTracer(handler=telemetry.handler(**options)).install()
+    try:
+        yield made
+    finally:
+        made.uninstall()
+        disable_tracing()
 
 
 def _agent(script: Script, tools: list[Any] | None = None, **kwargs: Any) -> Agent:
@@ -113,9 +124,7 @@ ENTRY_POINTS = {
 }
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Any:
-    return ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _assert_capped(telemetry: InMemoryTelemetry, tenant: str) -> None:
@@ -212,15 +221,7 @@ def test_two_tenants_interleaved_keep_their_own_verdicts(
     capped, healthy = asyncio.run(both())
     assert (capped["exit_reason"], healthy["exit_reason"]) == ("max_agent_steps", "text")
     checks.assert_only_acme_bailed(telemetry, 1)
-    runs = {
-        (s.attributes or {})[semconv.RUN_ID]: (s.attributes or {})[semconv.TENANT_ID]
-        for s in telemetry.spans()
-        if s.name == "invoke_agent symfonic"
-    }
-    assert sorted(runs.values()) == ["acme", "globex"]
-    for span in telemetry.spans():  # every step recorded in its own tenant's run
-        attributes = span.attributes or {}
-        assert runs[attributes[semconv.RUN_ID]] == attributes[semconv.TENANT_ID], span.name
+    checks.assert_each_span_in_its_tenant_s_run(telemetry, "invoke_agent symfonic")
 
 
 def test_in_a_pipeline_the_run_is_named_after_its_component(
@@ -281,12 +282,7 @@ def test_a_raising_model_reaches_the_caller_unchanged_and_the_run_is_an_error(
     with tenant_scope("acme"), pytest.raises(ModelDown) as caught:
         run(agent)
     assert caught.value is raised
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
-    run_span = telemetry.span("invoke_agent symfonic")
-    assert run_span.status.status_code is StatusCode.ERROR
-    assert (run_span.attributes or {})[semconv.ERROR_TYPE] == "ModelDown"
+    assert_error_run(telemetry, "acme", raised, span="invoke_agent symfonic")
     chat = telemetry.span("chat")  # no reply, no model name
     assert (chat.attributes or {})[semconv.ERROR_TYPE] == "ModelDown"
 
@@ -348,10 +344,13 @@ def test_an_error_inside_a_pipeline_is_the_pipelines_own_and_the_run_an_error(
 def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, tracer: SymfonicTracer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checks.break_tool_start(monkeypatch, tracer)
-    with tenant_scope("acme"):
-        assert run(_agent(Script(tool_turns=1)))["last_message"].text == "It is sunny."
-    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicTracer.content")
+    checks.assert_a_broken_tool_start_is_only_dropped(
+        monkeypatch,
+        telemetry,
+        tracer,
+        "SymfonicTracer.content",
+        lambda: run(_agent(Script(tool_turns=1)))["last_message"].text,
+    )
 
 
 def test_open_runs_are_bounded_and_the_oldest_is_abandoned(telemetry: InMemoryTelemetry) -> None:
@@ -382,16 +381,9 @@ def test_bad_arguments_get_clear_errors() -> None:
 def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
     telemetry: InMemoryTelemetry, tracer: SymfonicTracer, entry: Any
 ) -> None:
-    seen_in_call: list[float] = []
-
-    @tool
-    def lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
+    watched, seen_in_call = checks.watched_lookup(telemetry)
     with tenant_scope("acme"):
-        result = entry(_agent(Script(tool_turns=3), tools=[lookup]))
+        result = entry(_agent(Script(tool_turns=3), tools=[tool(watched)]))
     assert result["exit_reason"] == "text"
     checks.assert_three_lookups_looped(
         telemetry, seen_in_call, span="invoke_agent symfonic", repeated_calls=None
@@ -402,13 +394,8 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
     def once(tool_turns: int, **options: Any) -> None:
-        made = SymfonicTracer(handler=telemetry.handler(**options)).install()
-        try:
-            with tenant_scope("acme"):
-                run(_agent(Script(tool_turns=tool_turns)))
-        finally:
-            made.uninstall()
-            disable_tracing()
+        with _installed(telemetry, **options):
+            run(_agent(Script(tool_turns=tool_turns)))
 
     checks.assert_loop_options_reach_the_handler(telemetry, once)
 
@@ -416,29 +403,16 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
 def test_a_cancelled_run_is_cancelled_never_a_bail(
     telemetry: InMemoryTelemetry, tracer: SymfonicTracer
 ) -> None:
-    entered = asyncio.Event()
-
-    async def slow(q: str) -> str:
-        entered.set()
-        await asyncio.sleep(30)
-        return "never"
-
-    async def go() -> None:
-        stuck = Tool(
-            name="lookup",
-            description="Look something up.",
-            parameters={"type": "object", "properties": {"q": {"type": "string"}}},
-            function=lambda q: "never",
-            async_function=slow,
-        )
-        with tenant_scope("acme"):
-            task = asyncio.create_task(_agent(Script(), tools=[stuck]).run_async(QUESTION))
-        await asyncio.wait_for(entered.wait(), 10)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(go())
+    slow, entered = checks.stuck_lookup()
+    stuck = Tool(
+        name="lookup",
+        description="Look something up.",
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+        function=lambda q: "never",
+        async_function=slow,
+    )
+    agent = _agent(Script(), tools=[stuck])
+    checks.cancel_once_entered(lambda: agent.run_async(QUESTION), entered)
     checks.assert_cancelled_never_a_bail(telemetry)
     stops = {semconv.RUN_STOP_REASON: "interrupted"}
     assert telemetry.value(semconv.STOP_REASONS.name, stops) == 1
@@ -473,13 +447,8 @@ def test_a_tool_exit_condition_answers_with_the_tools_result(
 def test_under_content_capture_the_tool_arguments_and_result_are_on_its_span(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    made = SymfonicTracer(handler=telemetry.handler(capture_content=True)).install()
-    try:
-        with tenant_scope("acme"):
-            run(_agent(Script(tool_turns=1)))
-    finally:
-        made.uninstall()
-        disable_tracing()
+    with _installed(telemetry, capture_content=True), tenant_scope("acme"):
+        run(_agent(Script(tool_turns=1)))
     attributes = telemetry.span("execute_tool lookup").attributes or {}
     assert "weather" in str(attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
     assert "result for weather" in str(attributes[semconv.GEN_AI_TOOL_CALL_RESULT])

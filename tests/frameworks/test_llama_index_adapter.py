@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
@@ -22,10 +21,11 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 from workflows.errors import WorkflowRuntimeError
 
-from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.llama_index import SymfonicLlamaIndex
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import run_shape_support as shape
 from tests.support.bail_support import assert_raised_step_cap, bails_of
 from tests.support.fallback_support import (
     FALLBACKS,
@@ -78,24 +78,19 @@ def test_the_generate_cap_answers_normally_and_is_a_bail_with_one_recovered_fall
     assert_forced_answer(telemetry, "acme", recovered=True)
 
 
-def test_a_blank_forced_answer_is_a_fallback_that_did_not_recover(
-    telemetry: InMemoryTelemetry,
+@pytest.mark.parametrize(("forced", "outcome"), [("", "completed"), ("raise", "error")])
+def test_a_blank_or_raising_forced_answer_is_a_bail_and_a_fallback_that_did_not_recover(
+    telemetry: InMemoryTelemetry, forced: str, outcome: str
 ) -> None:
-    workflow, _ = agent("function", ["tool"] * BUDGET + [""])
+    """A blank forced answer completes the run; a forced call that raises ends it ``error``."""
+    workflow, _ = agent("function", ["tool"] * BUDGET + [forced])
     with instrumented(telemetry), tenant_scope("acme"):
         _, error = run(workflow, early_stopping_method="generate")
-    assert error is None
-    assert_forced_answer(telemetry, "acme", recovered=False)
-
-
-def test_a_forced_answer_call_that_raises_is_a_bail_and_a_fallback_that_did_not_recover(
-    telemetry: InMemoryTelemetry,
-) -> None:
-    workflow, _ = agent("function", ["tool"] * BUDGET + ["raise"])
-    with instrumented(telemetry), tenant_scope("acme"):
-        _, error = run(workflow, early_stopping_method="generate")
-    assert isinstance(error, RuntimeError)
-    assert_forced_answer(telemetry, "acme", recovered=False, outcome="error")
+    if outcome == "error":
+        assert isinstance(error, RuntimeError)
+    else:
+        assert error is None
+    assert_forced_answer(telemetry, "acme", recovered=False, outcome=outcome)
 
 
 @pytest.mark.parametrize("method", ["force", "generate"])
@@ -130,14 +125,10 @@ def test_a_run_that_answers_is_shaped_like_the_other_adapters(
     with instrumented(telemetry), tenant_scope("acme"):
         run(workflow)
     assert_answered(telemetry, "acme")
-    root = telemetry.span(RUN_SPAN)
     names = sorted(span.name for span in telemetry.spans())
     assert names.count("execute_tool add") == 1
     assert sum(name.startswith("chat") for name in names) == 2
-    for span in telemetry.spans():
-        if span is not root:
-            assert span.parent is not None and span.parent.span_id == root.context.span_id
-    assert (root.attributes or {})[semconv.GEN_AI_AGENT_NAME] == "helper"
+    shape.assert_every_span_under_the_run(telemetry)
 
 
 def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
@@ -148,11 +139,7 @@ def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
             run(agent("function", looping())[0])
         with tenant_scope("steady"):
             run(agent("function", answering())[0])
-    assert bails_of(telemetry, "capped") == 1
-    assert bails_of(telemetry, "steady") == 0
-    for tenant, outcome in (("capped", "error"), ("steady", "completed")):
-        where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
-        assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    shape.assert_capped_and_steady(telemetry, "error")
 
 
 def test_the_tenant_is_read_from_llama_index_instrument_tags(
@@ -165,25 +152,16 @@ def test_the_tenant_is_read_from_llama_index_instrument_tags(
     assert bails_of(telemetry, "tagged") == 1
 
 
-class _Broken(OTelCallbackHandler):
-    def agent_start(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("telemetry bug")
-
-
 def test_an_adapter_failure_never_reaches_the_agent_and_is_a_dropped_event(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    handler = telemetry.track(
-        _Broken(tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider)
-    )
-    adapter = SymfonicLlamaIndex(handler).instrument()
+    adapter = SymfonicLlamaIndex(shape.broken_handler(telemetry)).instrument()
     try:
         result, error = run(agent("function", answering())[0])
     finally:
         adapter.uninstrument()
     assert error is None and ANSWER in str(result)
-    dropped = {semconv.TELEMETRY_EVENT: "llama_index.span_enter"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+    shape.assert_dropped(telemetry, "llama_index.span_enter")
 
 
 def test_uninstrument_removes_both_handlers_and_a_second_instrument_adds_nothing(
@@ -204,18 +182,13 @@ def test_uninstrument_removes_both_handlers_and_a_second_instrument_adds_nothing
 
 
 def test_bad_options_are_refused_by_name() -> None:
-    with pytest.raises(TypeError, match="SymfonicLlamaIndex: handler must be"):
-        SymfonicLlamaIndex(object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_runs must be a positive int"):
-        SymfonicLlamaIndex(max_runs=0)
+    shape.assert_bad_options_refused(SymfonicLlamaIndex)
 
 
 def test_no_prompt_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry) -> None:
     with instrumented(telemetry), tenant_scope("acme"):
         run(agent("function", looping())[0], early_stopping_method="generate")
-    for span in telemetry.spans():
-        for value in (span.attributes or {}).values():
-            assert FORCED not in str(value) and "Add 1 and 2" not in str(value)
+    shape.assert_no_task_or(telemetry, FORCED)
 
 
 def test_two_tenants_running_at_once_in_one_loop_each_get_their_own_verdict(
@@ -232,11 +205,7 @@ def test_two_tenants_running_at_once_in_one_loop_each_get_their_own_verdict(
 
     with instrumented(telemetry):
         asyncio.run(both())
-    assert bails_of(telemetry, "capped") == 1
-    assert bails_of(telemetry, "steady") == 0
-    for tenant, outcome in (("capped", "error"), ("steady", "completed")):
-        where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: outcome}
-        assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    shape.assert_capped_and_steady(telemetry, "error")
 
 
 def test_an_agent_run_inside_a_tool_is_a_sub_run_of_the_calling_run(
@@ -272,10 +241,7 @@ def test_with_capture_on_the_message_answer_and_tool_payloads_are_recorded(
         run(agent("function", answering())[0])
     finally:
         adapter.uninstrument()
-    seen = repr([(s.attributes, [e.attributes for e in s.events]) for s in telemetry.spans()])
-    assert "Add 1 and 2" in seen and ANSWER in seen
-    tool = dict(telemetry.span("execute_tool add").attributes or {})
-    assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+    tool = shape.assert_task_answer_and_arguments(telemetry, ANSWER)
     assert "3" in str(tool[semconv.GEN_AI_TOOL_CALL_RESULT])
 
 
@@ -294,11 +260,7 @@ def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
         asyncio.run(both())
     finally:
         adapter.uninstrument()
-    runs = semconv.AGENT_RUNS.name
-    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "abandoned"}) == 1
-    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "completed"}) == 1
-    evicted = {semconv.TELEMETRY_EVENT: "llama_index.run_evicted"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
+    shape.assert_oldest_abandoned(telemetry, "llama_index.run_evicted")
     assert adapter.open_runs == 0
 
 

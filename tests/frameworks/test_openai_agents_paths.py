@@ -1,25 +1,22 @@
 """The OpenAI Agents SDK adapter on the SDK's other paths (real SDK, scripted models).
 
-The streamed path, Responses-API turns, agents used as tools, failing tools and models,
-output guardrails, threads, conversation ids, runs without task spans, ``max_turns`` handlers.
+The streamed path, Responses-API turns, agents used as tools, failing tools and models, threads,
+conversation ids, runs without task spans, ``max_turns`` handlers (guardrails: the adapter's
+tests).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from agents import (
     Agent,
-    GuardrailFunctionOutput,
     MaxTurnsExceeded,
-    OutputGuardrailTripwireTriggered,
     RunConfig,
     Runner,
     function_tool,
-    output_guardrail,
 )
 from agents.tracing import generation_span
 from opentelemetry.trace import StatusCode
@@ -28,26 +25,17 @@ from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.openai_agents_support import (
+    BAILS,
     MODEL,
+    RUNS,
+    STOPS,
     ScriptedModel,
     agent,
     answering,
     bails_of,
-    installed,
     looping,
     run_agent,
 )
-
-BAILS = "symfonic.react.silent_bails"
-RUNS = "symfonic.agent.runs"
-STOPS = "symfonic.agent.stop_reasons"
-
-
-@pytest.fixture
-def processor(telemetry: InMemoryTelemetry) -> Iterator[SymfonicTracingProcessor]:
-    with installed(telemetry) as made:
-        yield made
-
 
 # --- other paths: streaming, the Responses API, agents as tools, tool errors, threads ----------
 
@@ -189,22 +177,6 @@ def test_without_task_spans_the_trace_is_therun_agent(
     handoff = telemetry.span("handoff second")
     run = telemetry.span("invoke_agent first")
     assert handoff.parent is not None and handoff.parent.span_id == run.context.span_id
-
-
-def test_an_output_guardrail_trip_is_an_error_not_a_silent_bail(
-    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
-) -> None:
-    @output_guardrail
-    async def block_answers(ctx: Any, agent_: Any, output: Any) -> GuardrailFunctionOutput:
-        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
-
-    guarded = agent(answering(), output_guardrails=[block_answers])
-    with pytest.raises(OutputGuardrailTripwireTriggered):
-        Runner.run_sync(guarded, "anything")
-    assert telemetry.value(BAILS) == 0
-    run = telemetry.span("invoke_agent helper")
-    assert run.attributes is not None
-    assert run.attributes[semconv.ERROR_TYPE] == semconv.GUARDRAIL_ERROR_TYPE
 
 
 class _FailingModel(ScriptedModel):

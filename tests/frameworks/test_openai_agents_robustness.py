@@ -14,6 +14,7 @@ from symfonic_otel import tenant_scope
 from symfonic_otel.invocation import FrameworkRun, RunIndex
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
 from tests.support.openai_agents_support import sdk_span as _span
 
 RUNS = "symfonic.agent.runs"
@@ -50,18 +51,15 @@ def test_an_end_before_its_start_and_a_duplicate_are_ignored(
     assert processor.open_runs == 0 and processor.internal_failures() == {}
 
 
-@pytest.mark.parametrize(("started", "open_after"), [(2, 2), (3, 2)])
+@checks.open_runs_past_a_cap_of_two
 def test_open_runs_are_capped_the_oldest_ends_abandoned(
     telemetry: InMemoryTelemetry, started: int, open_after: int
 ) -> None:
     processor = SymfonicTracingProcessor(handler=telemetry.handler(), max_open_runs=2)
     for n in range(started):
         _start_run(processor, n)
-    assert processor.open_runs == open_after
-    assert telemetry.value(RUNS, {"symfonic.run.outcome": "abandoned"}) == started - open_after
-    processor.shutdown()  # the SDK's exit: what is left ends abandoned too
-    assert processor.open_runs == 0
-    assert telemetry.value(RUNS, {"symfonic.run.outcome": "abandoned"}) == started
+    # the SDK's exit (shutdown) ends what is left abandoned too
+    checks.assert_open_runs_capped(telemetry, processor, started, open_after, processor.shutdown)
 
 
 def test_spans_indexed_per_run_are_capped_at_the_limit() -> None:

@@ -10,6 +10,7 @@ tests); these tests pin what the processor's table in the docs says.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -53,6 +54,17 @@ def traced() -> Iterator[tuple[TracerProvider, InMemoryMetricReader]]:
     meters.shutdown()
 
 
+@contextmanager
+def _instrumented(instrumentor: Any, tracer_provider: TracerProvider) -> Iterator[None]:
+    """OpenInference's ``instrumentor`` on ``tracer_provider`` for one run of tenant ``acme``."""
+    instrumentor.instrument(tracer_provider=tracer_provider)
+    try:
+        with tenant_scope("acme"):
+            yield
+    finally:
+        instrumentor.uninstrument()
+
+
 def _outcome(reader: InMemoryMetricReader) -> tuple[str, float]:
     runs = _values(reader, semconv.AGENT_RUNS.name)
     ((labels, count),) = runs.items()
@@ -64,15 +76,10 @@ def test_a_llama_index_cap_in_openinference_spans_is_no_bail_for_the_processor(
     traced: tuple[TracerProvider, InMemoryMetricReader], method: str
 ) -> None:
     tracer_provider, reader = traced
-    instrumentor = LlamaIndexInstrumentor()
-    instrumentor.instrument(tracer_provider=tracer_provider)
-    try:
-        with tenant_scope("acme"):
-            _, error = llama_run(
-                llama_agent("function", llama_looping())[0], early_stopping_method=method
-            )
-    finally:
-        instrumentor.uninstrument()
+    with _instrumented(LlamaIndexInstrumentor(), tracer_provider):
+        _, error = llama_run(
+            llama_agent("function", llama_looping())[0], early_stopping_method=method
+        )
     assert isinstance(error, WorkflowRuntimeError) is (method == "force")
     assert _outcome(reader) == ("error" if method == "force" else "completed", 1)
     assert _values(reader, semconv.SILENT_BAILS.name) == {}
@@ -82,13 +89,8 @@ def test_a_smolagents_max_steps_run_in_openinference_spans_is_no_bail_for_the_pr
     traced: tuple[TracerProvider, InMemoryMetricReader],
 ) -> None:
     tracer_provider, reader = traced
-    instrumentor = SmolagentsInstrumentor()
-    instrumentor.instrument(tracer_provider=tracer_provider)
-    try:
-        with tenant_scope("acme"):
-            result = smol_run(smol_agent("tool_calling", smol_looping(), None)[0], "full_result")
-    finally:
-        instrumentor.uninstrument()
+    with _instrumented(SmolagentsInstrumentor(), tracer_provider):
+        result = smol_run(smol_agent("tool_calling", smol_looping(), None)[0], "full_result")
     assert result.state == "max_steps_error"
     assert _outcome(reader) == ("completed", 1)
     assert _values(reader, semconv.SILENT_BAILS.name) == {}

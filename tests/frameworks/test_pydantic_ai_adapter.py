@@ -221,7 +221,8 @@ def test_the_tenant_is_the_scope_else_the_run_metadata(telemetry: InMemoryTeleme
     assert bails_of(telemetry, "globex") == 1 and bails_of(telemetry, "acme") == 1
 
 
-def test_a_failing_tool_marks_its_span_and_the_run_goes_on(telemetry: InMemoryTelemetry) -> None:
+def _run_with_a_failing_lookup(telemetry: InMemoryTelemetry, message: str) -> None:
+    """A run whose ``lookup`` tool raises ``ValueError(message)``, which reaches the caller."""
     capability = SymfonicCapability(handler=telemetry.handler())
     agent: Agent[None, str] = Agent(
         FunctionModel(answering_after(1), model_name="scripted"), capabilities=[capability]
@@ -229,10 +230,14 @@ def test_a_failing_tool_marks_its_span_and_the_run_goes_on(telemetry: InMemoryTe
 
     @agent.tool_plain
     def lookup(q: str) -> str:
-        raise ValueError("backend down")
+        raise ValueError(message)
 
     with pytest.raises(ValueError):
         agent.run_sync("q")
+
+
+def test_a_failing_tool_marks_its_span_and_the_run_goes_on(telemetry: InMemoryTelemetry) -> None:
+    _run_with_a_failing_lookup(telemetry, "backend down")
     tool = telemetry.span("execute_tool lookup")
     assert tool.status.status_code is StatusCode.ERROR
     assert tool.attributes is not None and tool.attributes[semconv.ERROR_TYPE] == "ValueError"
@@ -340,17 +345,7 @@ def test_an_agent_run_inside_a_tool_is_a_sub_run_under_the_tool_span(
 
 
 def test_a_failing_tool_records_no_exception_message(telemetry: InMemoryTelemetry) -> None:
-    capability = SymfonicCapability(handler=telemetry.handler())
-    agent: Agent[None, str] = Agent(
-        FunctionModel(answering_after(1), model_name="scripted"), capabilities=[capability]
-    )
-
-    @agent.tool_plain
-    def lookup(q: str) -> str:
-        raise ValueError("the user's secret account number")
-
-    with pytest.raises(ValueError):
-        agent.run_sync("q")
+    _run_with_a_failing_lookup(telemetry, "the user's secret account number")
     assert "secret" not in _texts(telemetry)
 
 

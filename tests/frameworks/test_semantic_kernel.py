@@ -11,7 +11,6 @@ the last allowed attempt is no bail. Runs in the ``semantic-kernel`` environment
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,7 +28,8 @@ from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.semantic_kernel import SymfonicFilters
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import bails_of
-from tests.support.loop_support import all_loop_events, assert_no_text, looping, repeated
+from tests.support.loop_support import looping, repeated
+from tests.support.raising_support import assert_error_run
 from tests.support.semantic_kernel_support import ScriptedChat, arguments, chat, kernel
 
 
@@ -59,12 +59,19 @@ def invoke_stream(k: Kernel, fn: Any, args: Any) -> str:
     return asyncio.run(consume())
 
 
+def _answers(
+    telemetry: InMemoryTelemetry, model: ScriptedChat, entry: Any = invoke, **kwargs: Any
+) -> None:
+    """Runs ``model``'s kernel through ``entry`` for tenant ``acme``: it answers."""
+    k, fn = _kernel(telemetry, model, **kwargs)
+    with tenant_scope("acme"):
+        assert entry(k, fn, arguments(input="q")) == "It is sunny."
+
+
 ENTRY_POINTS = {"invoke": invoke, "invoke_prompt": invoke_prompt, "invoke_stream": invoke_stream}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 _fallbacks = checks.fallbacks
@@ -134,20 +141,12 @@ def test_an_answer_on_the_last_allowed_attempt_is_no_bail_and_one_past_is(
 def test_an_answer_within_the_budget_is_a_completed_run_with_our_span_shape(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
-    k, fn = _kernel(telemetry, chat(tool_turns=1))
-    with tenant_scope("acme"):
-        assert entry(k, fn, arguments(input="q")) == "It is sunny."
-    assert telemetry.value(semconv.SILENT_BAILS.name) == 0
+    _answers(telemetry, chat(tool_turns=1), entry=entry)
+    checks.assert_one_healthy_run(telemetry)
     assert _fallbacks(telemetry, True) + _fallbacks(telemetry, False) == 0
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "completed"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     run = telemetry.span("invoke_agent helper")
     assert (run.attributes or {})[semconv.RUN_STOP_REASON] == "end_turn"
-    chats = [s for s in telemetry.spans() if s.name == "chat scripted"]
-    assert len(chats) == 2
-    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
-    tool = telemetry.span("execute_tool lookup")
-    assert tool.parent is not None and tool.parent.span_id == run.context.span_id
+    checks.assert_two_chats_and_the_tool_under(telemetry, run, input_tokens=None)
 
 
 def test_a_blank_answer_is_a_silent_bail(telemetry: InMemoryTelemetry) -> None:
@@ -193,11 +192,7 @@ def test_a_raising_model_reaches_the_caller_unchanged_and_the_run_is_an_error(
         invoke(k, fn, arguments(input="q"))
     assert isinstance(raised.value.__cause__, FunctionExecutionException)
     assert isinstance(raised.value.__cause__.__cause__, ConnectionError)
-    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
-    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
-    assert bails_of(telemetry, "acme") == 0
-    run = telemetry.span("invoke_agent helper")
-    assert (run.attributes or {})["error.type"] == "FunctionExecutionException"
+    assert_error_run(telemetry, "acme", raised.value.__cause__)
 
 
 def test_a_raising_tool_is_swallowed_by_the_kernel_and_the_run_completes(
@@ -208,9 +203,7 @@ def test_a_raising_tool_is_swallowed_by_the_kernel_and_the_run_completes(
         def lookup(self, q: str) -> str:
             raise KeyError(q)
 
-    k, fn = _kernel(telemetry, chat(tool_turns=1), plugin=Broken())
-    with tenant_scope("acme"):
-        assert invoke(k, fn, arguments(input="q")) == "It is sunny."
+    _answers(telemetry, chat(tool_turns=1), plugin=Broken())
     where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "completed"}
     assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
     tool = telemetry.span("execute_tool lookup")
@@ -227,9 +220,7 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
         raise OSError("telemetry down")
 
     monkeypatch.setattr(filters._book, "start_tool", broken)
-    k, fn = _kernel(telemetry, chat(tool_turns=1), filters=filters)
-    with tenant_scope("acme"):
-        assert invoke(k, fn, arguments(input="q")) == "It is sunny."
+    _answers(telemetry, chat(tool_turns=1), filters=filters)
     dropped = {semconv.TELEMETRY_EVENT: "SymfonicFilters.tool_start"}
     assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
     assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1
@@ -252,10 +243,7 @@ def test_open_runs_are_bounded(telemetry: InMemoryTelemetry) -> None:
 
 
 def test_bad_arguments_get_clear_errors() -> None:
-    with pytest.raises(TypeError, match="OTelCallbackHandler"):
-        SymfonicFilters(handler=object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_open_runs"):
-        SymfonicFilters(max_open_runs=0)
+    checks.assert_bad_arguments_rejected(SymfonicFilters)
 
 
 # --- loops ------------------------------------------------------------------------------------
@@ -264,17 +252,8 @@ def test_bad_arguments_get_clear_errors() -> None:
 def test_three_identical_lookups_are_one_looping_run(
     telemetry: InMemoryTelemetry, entry: Any
 ) -> None:
-    k, fn = _kernel(telemetry, chat(tool_turns=3))
-    with tenant_scope("acme"):
-        assert entry(k, fn, arguments(input="q")) == "It is sunny."
-    assert looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL, tenant__id="acme") == 1
-    assert repeated(telemetry, tenant__id="acme") == 2
-    attributes = telemetry.span("invoke_agent helper").attributes or {}
-    assert attributes[semconv.RUN_TOOL_CALLS] == 3
-    assert attributes[semconv.RUN_INFERENCE_CALLS] == 4
-    (event,) = all_loop_events(telemetry)
-    assert event[semconv.LOOP_COUNT] == 3 and event[semconv.GEN_AI_TOOL_NAME] == "lookup"
-    assert_no_text(telemetry, '"weather"')
+    _answers(telemetry, chat(tool_turns=3), entry=entry)
+    checks.assert_three_lookups_looped(telemetry, None, repeated_calls=None)
 
 
 def test_two_lookups_are_no_loop(telemetry: InMemoryTelemetry) -> None:

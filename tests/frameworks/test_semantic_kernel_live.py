@@ -19,12 +19,8 @@ pytest.importorskip("semantic_kernel", reason="needs the semantic-kernel extra")
 
 from symfonic_otel import OTelCallbackHandler, tenant_scope
 from symfonic_otel.semantic_kernel import SymfonicFilters
-from tests.support.live_paging import live_paging
+from tests.support.live_paging import BAILER, STEADY, assert_pages_the_bailer_only
 from tests.support.semantic_kernel_support import arguments, chat, kernel
-
-FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
-PAUSE_S = 0.2
-BAILER, STEADY = "capped-tenant", "steady-tenant"
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -47,7 +43,4 @@ def _round(handler: OTelCallbackHandler) -> Callable[[], None]:
 
 
 def test_the_page_fires_for_the_capped_tenant_only(tmp_path: Path) -> None:
-    with live_paging(tmp_path, FACTOR) as live:
-        fired, ever = live.watch(_round(live.handler), PAUSE_S, {BAILER})
-    assert BAILER in fired
-    assert STEADY not in ever
+    assert_pages_the_bailer_only(tmp_path, _round)

@@ -16,11 +16,11 @@ from opentelemetry.trace import StatusCode
 from smolagents.memory import ActionStep
 from smolagents.utils import AgentGenerationError
 
-from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
+from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.emit.pricing import ModelPrice
 from symfonic_otel.smolagents import SymfonicSmolagents
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.bail_support import bails_of
+from tests.support import run_shape_support as shape
 from tests.support.fallback_support import RUN_SPAN, assert_answered, assert_forced_answer
 from tests.support.smolagents_support import (
     ANSWER,
@@ -39,6 +39,16 @@ def _adapter(telemetry: InMemoryTelemetry, **handler: Any) -> SymfonicSmolagents
     return SymfonicSmolagents(telemetry.handler(**handler))
 
 
+def _watched(
+    telemetry: InMemoryTelemetry, kind: str, turns: list[str], **handler: Any
+) -> tuple[Any, Any, SymfonicSmolagents]:
+    """An agent of ``kind`` playing ``turns``, instrumented by an adapter whose handler gets
+    ``handler``: the agent, its scripted model and the adapter."""
+    adapter = _adapter(telemetry, **handler)
+    built, model = agent(kind, turns, adapter.step_callbacks())
+    return built, model, adapter
+
+
 def _output(result: Any) -> Any:
     return getattr(result, "output", result)
 
@@ -48,8 +58,7 @@ def _output(result: Any) -> Any:
 def test_max_steps_is_a_bail_with_one_recovered_fallback_and_the_run_returns_normally(
     telemetry: InMemoryTelemetry, kind: str, mode: str
 ) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent(kind, looping(), adapter.step_callbacks())
+    built, model, adapter = _watched(telemetry, kind, looping())
     with tenant_scope("acme"):
         result = run(built, mode)
     assert _output(result) == FORCED
@@ -77,8 +86,7 @@ def test_a_forced_answer_that_failed_or_came_back_blank_did_not_recover(
 def test_an_answer_on_the_last_allowed_step_is_no_bail(
     telemetry: InMemoryTelemetry, kind: str, mode: str
 ) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent(kind, answering(tool_turns=BUDGET - 1), adapter.step_callbacks())
+    built, model, _ = _watched(telemetry, kind, answering(tool_turns=BUDGET - 1))
     with tenant_scope("acme"):
         result = run(built, mode)
     assert _output(result) == ANSWER
@@ -92,8 +100,7 @@ def test_the_fallback_cost_is_attributed_to_the_fallback_node(
     telemetry: InMemoryTelemetry,
 ) -> None:
     price = ModelPrice(input_per_million=1.0, output_per_million=2.0)
-    adapter = _adapter(telemetry, pricing={"scripted-1": price})
-    built, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, "tool_calling", looping(), pricing={"scripted-1": price})
     with tenant_scope("acme"):
         run(built)
     cost = semconv.LLM_COST.name
@@ -111,36 +118,26 @@ def test_a_run_that_answers_is_shaped_like_the_other_adapters(
     with tenant_scope("acme"):
         run(built)
     assert_answered(telemetry, "acme")
-    root = telemetry.span(RUN_SPAN)
     names = [span.name for span in telemetry.spans()]
     assert names.count("execute_tool add") == 1
     assert names.count("chat scripted-1") == 2
-    for span in telemetry.spans():
-        if span is not root:
-            assert span.parent is not None and span.parent.span_id == root.context.span_id
-    assert (root.attributes or {})[semconv.GEN_AI_AGENT_NAME] == "helper"
+    shape.assert_every_span_under_the_run(telemetry)
 
 
 def test_two_tenants_on_one_adapter_each_get_their_own_verdict(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    adapter = _adapter(telemetry)
-    capped, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    capped, _, adapter = _watched(telemetry, "tool_calling", looping())
     steady, _ = agent("code", answering(), adapter.step_callbacks())
     with tenant_scope("capped"):
         run(capped)
     with tenant_scope("steady"):
         run(steady)
-    assert bails_of(telemetry, "capped") == 1
-    assert bails_of(telemetry, "steady") == 0
-    for tenant in ("capped", "steady"):
-        where = {semconv.TENANT_ID: tenant, semconv.RUN_OUTCOME: "completed"}
-        assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    shape.assert_capped_and_steady(telemetry, "completed")
 
 
 def test_the_same_agent_run_twice_is_two_runs(telemetry: InMemoryTelemetry) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent("tool_calling", answering(), adapter.step_callbacks())
+    built, model, _ = _watched(telemetry, "tool_calling", answering())
     run(built)
     model.calls = 0
     run(built)
@@ -152,8 +149,7 @@ def test_the_same_agent_run_twice_is_two_runs(telemetry: InMemoryTelemetry) -> N
 def test_a_run_whose_model_raised_ends_as_error_and_the_exception_reaches_the_caller(
     telemetry: InMemoryTelemetry, kind: str, mode: str
 ) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent(kind, ["tool", "raise"], adapter.step_callbacks())
+    built, model, adapter = _watched(telemetry, kind, ["tool", "raise"])
     with pytest.raises(AgentGenerationError) as raised:  # smolagents' own, unchanged
         run(built, mode)
     assert isinstance(raised.value.__cause__, RuntimeError)
@@ -172,8 +168,7 @@ def test_a_run_whose_model_raised_ends_as_error_and_the_exception_reaches_the_ca
 
 
 def test_a_run_interrupted_in_its_model_call_ends_cancelled(telemetry: InMemoryTelemetry) -> None:
-    adapter = _adapter(telemetry)
-    built, model = agent("tool_calling", answering(), adapter.step_callbacks())
+    built, model, adapter = _watched(telemetry, "tool_calling", answering())
     answer = model.generate
 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
@@ -189,50 +184,31 @@ def test_a_run_interrupted_in_its_model_call_ends_cancelled(telemetry: InMemoryT
     assert telemetry.value(semconv.SILENT_BAILS.name) == 0
 
 
-class _Broken(OTelCallbackHandler):
-    def agent_start(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("telemetry bug")
-
-
 def test_an_adapter_failure_never_reaches_the_agent_and_is_a_dropped_event(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    handler = telemetry.track(
-        _Broken(tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider)
-    )
-    adapter = SymfonicSmolagents(handler)
+    adapter = SymfonicSmolagents(shape.broken_handler(telemetry))
     built, _ = agent("tool_calling", answering(), adapter.step_callbacks())
     assert run(built) == ANSWER
-    dropped = {semconv.TELEMETRY_EVENT: "smolagents.step"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, dropped) == 1
+    shape.assert_dropped(telemetry, "smolagents.step")
 
 
 def test_bad_options_are_refused_by_name() -> None:
-    with pytest.raises(TypeError, match="SymfonicSmolagents: handler must be"):
-        SymfonicSmolagents(object())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_runs must be a positive int"):
-        SymfonicSmolagents(max_runs=0)
+    shape.assert_bad_options_refused(SymfonicSmolagents)
 
 
 def test_no_task_or_answer_leaves_without_capture(telemetry: InMemoryTelemetry) -> None:
-    adapter = _adapter(telemetry)
-    built, _ = agent("tool_calling", looping(), adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, "tool_calling", looping())
     run(built)
-    for span in telemetry.spans():
-        for value in (span.attributes or {}).values():
-            assert FORCED not in str(value) and "Add 1 and 2" not in str(value)
+    shape.assert_no_task_or(telemetry, FORCED)
 
 
 def test_with_capture_on_the_task_answer_and_tool_arguments_are_recorded(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    adapter = _adapter(telemetry, capture_content=True)
-    built, _ = agent("tool_calling", answering(), adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, "tool_calling", answering(), capture_content=True)
     run(built)
-    seen = repr([(s.attributes, [e.attributes for e in s.events]) for s in telemetry.spans()])
-    assert "Add 1 and 2" in seen and ANSWER in seen
-    tool = dict(telemetry.span("execute_tool add").attributes or {})
-    assert '"a": 1' in str(tool[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+    shape.assert_task_answer_and_arguments(telemetry, ANSWER)
 
 
 def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
@@ -245,11 +221,7 @@ def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
     assert adapter.open_runs == 1
     steady, _ = agent("tool_calling", answering(), adapter.step_callbacks())
     run(steady)
-    runs = semconv.AGENT_RUNS.name
-    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "abandoned"}) == 1
-    assert telemetry.value(runs, {semconv.RUN_OUTCOME: "completed"}) == 1
-    evicted = {semconv.TELEMETRY_EVENT: "smolagents.run_evicted"}
-    assert telemetry.value(semconv.DROPPED_EVENTS.name, evicted) == 1
+    shape.assert_oldest_abandoned(telemetry, "smolagents.run_evicted")
     assert adapter.open_runs == 0
 
 
@@ -257,8 +229,7 @@ def test_past_max_runs_the_oldest_open_run_is_ended_as_abandoned_and_counted(
 def test_a_tool_that_raised_has_its_execute_tool_span_marked_with_error_type(
     telemetry: InMemoryTelemetry, kind: str
 ) -> None:
-    adapter = _adapter(telemetry, capture_content=True)
-    built, _ = agent(kind, ["broken", ANSWER], adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, kind, ["broken", ANSWER], capture_content=True)
     with tenant_scope("acme"):
         assert run(built) == ANSWER
     failed = built.memory.steps[1]
@@ -284,8 +255,7 @@ def test_a_tool_that_raised_has_its_execute_tool_span_marked_with_error_type(
 
 
 def test_tool_calls_that_returned_are_not_marked_failed(telemetry: InMemoryTelemetry) -> None:
-    adapter = _adapter(telemetry)
-    built, _ = agent("tool_calling", ["tool", ANSWER], adapter.step_callbacks())
+    built, _, _ = _watched(telemetry, "tool_calling", ["tool", ANSWER])
     run(built)
     span = telemetry.span("execute_tool add")
     assert semconv.ERROR_TYPE not in (span.attributes or {})

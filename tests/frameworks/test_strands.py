@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -79,8 +79,9 @@ def lookup(q: str) -> str:
 
 
 def _agent(telemetry: InMemoryTelemetry, model: ScriptedModel, **kwargs: Any) -> Agent:
+    tools = kwargs.pop("tools", [lookup])
     hooks = kwargs.pop("hooks", None) or SymfonicHooks(handler=telemetry.handler(**kwargs))
-    return Agent(model=model, tools=[lookup], name="helper", hooks=[hooks], callback_handler=None)
+    return Agent(model=model, tools=tools, name="helper", hooks=[hooks], callback_handler=None)
 
 
 def call(agent: Agent, **kwargs: Any) -> Any:
@@ -104,9 +105,7 @@ def stream_async(agent: Agent, **kwargs: Any) -> Any:
 ENTRY_POINTS = {"call": call, "invoke_async": invoke_async, "stream_async": stream_async}
 
 
-@pytest.fixture(params=sorted(ENTRY_POINTS))
-def entry(request: pytest.FixtureRequest) -> Iterator[Any]:
-    yield ENTRY_POINTS[request.param]
+entry = checks.entry_fixture(ENTRY_POINTS)
 
 
 def _assert_capped(telemetry: InMemoryTelemetry, tenant: str) -> None:
@@ -219,13 +218,10 @@ def test_a_failing_adapter_never_reaches_the_agent_and_is_counted_as_dropped(
     telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hooks = SymfonicHooks(handler=telemetry.handler())
-
-    checks.break_tool_start(monkeypatch, hooks)
     agent = _agent(telemetry, ScriptedModel(tool_turns=1), hooks=hooks)
-    with tenant_scope("acme"):
-        assert str(agent("q")).strip() == "It is sunny."
-
-    checks.assert_dropped_once_and_the_run_counted(telemetry, "SymfonicHooks.before_tool")
+    checks.assert_a_broken_tool_start_is_only_dropped(
+        monkeypatch, telemetry, hooks, "SymfonicHooks.before_tool", lambda: str(agent("q")).strip()
+    )
 
 
 def test_bad_arguments_get_clear_errors() -> None:
@@ -240,22 +236,8 @@ def test_three_identical_lookups_are_one_looping_run_counted_while_it_runs(
 ) -> None:
     """The model calls ``lookup(q="weather")`` three times, then answers: a looping run for
     the tenant, counted at the third call (read inside that call), once, with two repeats."""
-    seen_in_call: list[float] = []
-
-    @tool(name="lookup")
-    def watched_lookup(q: str) -> str:
-        """Look something up."""
-        seen_in_call.append(looping(telemetry, semconv.LOOP_REPEATED_TOOL_CALL))
-        return f"result for {q}"
-
-    hooks = SymfonicHooks(handler=telemetry.handler())
-    agent = Agent(
-        model=ScriptedModel(tool_turns=3),
-        tools=[watched_lookup],
-        name="helper",
-        hooks=[hooks],
-        callback_handler=None,
-    )
+    watched, seen_in_call = checks.watched_lookup(telemetry)
+    agent = _agent(telemetry, ScriptedModel(tool_turns=3), tools=[tool(watched)])
     with tenant_scope("acme"):
         result = entry(agent)
     assert result.stop_reason == "end_turn"
@@ -266,8 +248,7 @@ def test_two_lookups_are_no_loop_and_the_options_reach_the_handler(
     telemetry: InMemoryTelemetry,
 ) -> None:
     def go(tool_turns: int, **options: Any) -> None:
-        with tenant_scope("acme"):
-            call(_agent(telemetry, ScriptedModel(tool_turns=tool_turns), **options))
+        call(_agent(telemetry, ScriptedModel(tool_turns=tool_turns), **options))
 
     checks.assert_loop_options_reach_the_handler(telemetry, go)
     assert looping(telemetry) == 1
@@ -311,14 +292,6 @@ def test_a_raising_tool_is_handed_to_the_model_and_the_run_completes(
         """Look something up."""
         raise LookupError("backend down")
 
-    hooks = SymfonicHooks(handler=telemetry.handler())
-    agent = Agent(
-        model=ScriptedModel(tool_turns=1),
-        tools=[failing],
-        name="helper",
-        hooks=[hooks],
-        callback_handler=None,
-    )
     with tenant_scope("acme"):
-        entry(agent)
+        entry(_agent(telemetry, ScriptedModel(tool_turns=1), tools=[failing]))
     assert_completed_with_failed_tool(telemetry, "acme", "execute_tool lookup")

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
-from langchain_core.tools import StructuredTool, tool
+from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from symfonic_otel import LangChainCallbackHandler, semconv
@@ -28,13 +29,14 @@ from tests.support.agent_shapes_support import (
     Tree,
     assert_clean,
     attrs,
-    captured,
     cfg,
     one_node_graph,
     research_then_answer,
+    research_tool,
     run_with,
     texts,
 )
+from tests.support.chain_graph_support import chain_graph, model_node
 from tests.support.langchain_support import (
     AGENT_SPAN,
     add,
@@ -44,7 +46,17 @@ from tests.support.langchain_support import (
     tool_turn,
 )
 
-__all__ = ["captured"]  # the fixture, imported for pytest
+
+def _in_request(
+    telemetry: InMemoryTelemetry, mode: str, app: Any, question: str, tenant: str
+) -> tuple[Tree, ReadableSpan]:
+    """Runs ``app`` on ``question`` for ``tenant`` inside an application span ``request``: the
+    span tree, and that span."""
+    with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
+        metadata = {"metadata": {"tenant_id": tenant}}
+        run_with(mode, app, {"messages": [("user", question)]}, config=metadata)
+    tree = Tree(telemetry.spans())
+    return tree, tree.one("request")
 
 
 # --- the handler elsewhere than on the graph ----------------------------------------------
@@ -56,13 +68,7 @@ def test_handler_on_the_model_constructor_records_standalone_chats(
 ) -> None:
     model = ScriptedChatModel([tool_turn(), "done"], callbacks=[captured])
     agent = react_agent(model, [add])
-    with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        run_with(
-            mode, agent, {"messages": [("user", "1+2")]}, config={"metadata": {"tenant_id": "acme"}}
-        )
-
-    tree = Tree(telemetry.spans())
-    request = tree.one("request")
+    tree, request = _in_request(telemetry, mode, agent, "1+2", "acme")
     chats = tree.named("chat scripted-chat")
     assert len(chats) == 2 and tree.children(request) == chats
     assert {attrs(c)[semconv.TENANT_ID] for c in chats} == {"acme"}
@@ -103,16 +109,7 @@ def test_handler_on_a_tool_only_records_its_spans_under_the_callers(
         ]
     )
     agent = react_agent(model, ToolNode([tool_], handle_tool_errors=True))
-    with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        run_with(
-            mode,
-            agent,
-            {"messages": [("user", "6/3, 1/0")]},
-            config={"metadata": {"tenant_id": "t1"}},
-        )
-
-    tree = Tree(telemetry.spans())
-    request = tree.one("request")
+    tree, request = _in_request(telemetry, mode, agent, "6/3, 1/0", "t1")
     ok, failed = tree.named("execute_tool divide")
     assert tree.children(request) == [ok, failed]
     assert [attrs(s)[semconv.GEN_AI_TOOL_CALL_ID] for s in (ok, failed)] == ["d1", "d2"]
@@ -161,13 +158,7 @@ def test_handler_on_a_sub_graph_only_records_it_as_a_run(
             return sub.invoke(state, config=cfg(captured))
 
     app = research_then_answer(research, model)
-    with telemetry.tracer_provider.get_tracer("app").start_as_current_span("request"):
-        run_with(
-            mode, app, {"messages": [("user", "q")]}, config={"metadata": {"tenant_id": "acme"}}
-        )
-
-    tree = Tree(telemetry.spans())
-    request = tree.one("request")
+    tree, request = _in_request(telemetry, mode, app, "q", "acme")
     run = tree.one("invoke_agent researcher")
     assert tree.children(request) == [run]
     (chat,) = tree.named("chat scripted-chat")  # the parent's "answer" call is not ours
@@ -183,12 +174,7 @@ def test_handler_on_a_sub_graph_only_records_it_as_a_run(
 def test_graph_inside_a_standalone_tool_nests_under_the_tool(
     telemetry: InMemoryTelemetry, captured: LangChainCallbackHandler
 ) -> None:
-    inner = model_only_graph(ScriptedChatModel(["inner says 42"]))
-
-    @tool
-    def research(topic: str) -> str:
-        """Research a topic with a sub-agent."""
-        return str(inner.invoke({"messages": [("user", topic)]})["messages"][-1].content)
+    research = research_tool()
 
     def node(state: MessagesState) -> dict[str, Any]:
         research.invoke({"topic": "life"}, config=cfg(captured))  # the handler on this call only
@@ -221,17 +207,7 @@ def test_late_steps_of_an_evicted_run_start_no_runs(telemetry: InMemoryTelemetry
         return {}
 
     late = ScriptedChatModel(["late answer"])
-
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [late.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("wait", wait)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "wait")
-    graph.add_edge("wait", "answer")
-    graph.add_edge("answer", END)
-    slow = graph.compile(name="slow")
+    slow = chain_graph(("wait", wait), ("answer", model_node(late)), name="slow")
     worker = threading.Thread(
         target=slow.invoke, args=({"messages": [("user", "a")]},), kwargs={"config": cfg(handler)}
     )

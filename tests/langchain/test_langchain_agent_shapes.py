@@ -31,7 +31,6 @@ from tests.support.agent_shapes_support import (
     assert_clean,
     assert_no_content,
     attrs,
-    captured,
     cfg,
     messages,
     run_with,
@@ -44,9 +43,6 @@ from tests.support.langchain_support import (
     react_agent,
     tool_turn,
 )
-
-__all__ = ["captured"]  # the fixture, imported for pytest
-
 
 # --- structured output ----------------------------------------------------------------------
 

@@ -38,7 +38,6 @@ from tests.support.agent_shapes_support import (
     assert_no_content,
     assert_react_tree,
     attrs,
-    captured,
     cfg,
     one_node_graph,
     research_then_answer,
@@ -51,9 +50,6 @@ from tests.support.langchain_support import (
     scripted_agent,
     tool_turn,
 )
-
-__all__ = ["captured"]  # the fixture, imported for pytest
-
 
 # --- streaming ------------------------------------------------------------------------------
 

@@ -28,7 +28,6 @@ from tests.support.agent_shapes_support import (
     RUNS,
     Tree,
     attrs,
-    captured,
     cfg,
 )
 from tests.support.langchain_support import (
@@ -38,8 +37,6 @@ from tests.support.langchain_support import (
     model_only_graph,
     react_agent,
 )
-
-__all__ = ["captured"]  # the fixture, imported for pytest
 
 
 def test_retriever_tool_nests_its_retrieval_under_the_tool(

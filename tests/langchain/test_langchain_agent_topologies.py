@@ -15,7 +15,6 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage
-from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Send
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
@@ -30,11 +29,10 @@ from tests.support.agent_shapes_support import (
     RUNS,
     Tree,
     attrs,
-    captured,
     cfg,
-    noded,
     one_node_graph,
     research_then_answer,
+    research_tool,
     texts,
 )
 from tests.support.langchain_support import (
@@ -42,15 +40,11 @@ from tests.support.langchain_support import (
     ConversationModel,
     add,
     call,
-    model_only_graph,
     question,
     react_agent,
     slow,
     tool_turn,
 )
-
-__all__ = ["captured", "noded"]  # the fixtures, imported for pytest
-
 
 # --- sub-graphs and fan-out -----------------------------------------------------------------
 
@@ -80,12 +74,7 @@ def test_compiled_sub_graph_with_node_spans_nests_node_run_node_call(
 def test_graph_invoked_inside_a_tool_is_a_sub_agent_under_the_tool(
     telemetry: InMemoryTelemetry, noded: LangChainCallbackHandler
 ) -> None:
-    inner = model_only_graph(ScriptedChatModel(["inner says 42"]))
-
-    @tool
-    def research(topic: str) -> str:
-        """Research a topic with a sub-agent."""
-        return str(inner.invoke({"messages": [("user", topic)]})["messages"][-1].content)
+    research = research_tool()
 
     model = ScriptedChatModel(
         [AIMessage("", tool_calls=[call("research", {"topic": "life"})]), "It is 42."]

@@ -29,7 +29,6 @@ from tests.support.agent_shapes_support import (
     assert_clean,
     assert_no_content,
     attrs,
-    captured,
     cfg,
     run_with,
     texts,
@@ -43,9 +42,6 @@ from tests.support.langchain_support import (
     react_agent,
     tool_turn,
 )
-
-__all__ = ["captured"]  # the fixture, imported for pytest
-
 
 TTFC = semconv.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
 FIRST_CHUNK_METRIC = semconv.CLIENT_TIME_TO_FIRST_CHUNK.name

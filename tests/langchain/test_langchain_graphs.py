@@ -27,6 +27,8 @@ from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.agent_shapes_support import one_node_graph, research_then_answer
+from tests.support.chain_graph_support import chain_graph
 from tests.support.langchain_support import AGENT_SPAN, WireServer, langchain_instrumented
 
 OLLAMA_REPLY = "".join(
@@ -50,31 +52,19 @@ def cfg(handler: LangChainCallbackHandler | None = None, **extra: Any) -> Runnab
     return cast(RunnableConfig, {**callbacks, **extra})
 
 
-def one_node(name: str, model: BaseChatModel, graph_name: str | None = None) -> Any:
-    def call(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node(name, call)
-    graph.add_edge(START, name)
-    graph.add_edge(name, END)
-    return graph.compile(name=graph_name) if graph_name else graph.compile()
-
-
 def boss_with_researcher(model: BaseChatModel) -> Any:
     """``research`` is a compiled sub-graph (``inner`` node); ``answer`` calls the model."""
-    sub = one_node("inner", model, graph_name="researcher")
+    return research_then_answer(one_node_graph("inner", model, graph_name="researcher"), model)
 
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("research", sub)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "research")
-    graph.add_edge("research", "answer")
-    graph.add_edge("answer", END)
-    return graph.compile()
+def _boss_run(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> tuple[list[ReadableSpan], dict[str, list[ReadableSpan]]]:
+    """Runs ``boss_with_researcher`` as ``boss`` through ``lc``: the spans, and them by name."""
+    graph = boss_with_researcher(ScriptedChatModel(["found it", "the answer"]))
+    graph.invoke({"messages": [("user", "hi")]}, config=cfg(lc, run_name="boss"))
+    spans = telemetry.spans()
+    return spans, by_name(spans)
 
 
 def by_name(spans: list[ReadableSpan]) -> dict[str, list[ReadableSpan]]:
@@ -94,10 +84,7 @@ def parent_of(span: ReadableSpan, spans: list[ReadableSpan]) -> ReadableSpan | N
 def test_sub_graph_is_a_named_agent_run_under_its_parent(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
-    graph = boss_with_researcher(ScriptedChatModel(["found it", "the answer"]))
-    graph.invoke({"messages": [("user", "hi")]}, config=cfg(lc, run_name="boss"))
-    spans = telemetry.spans()
-    names = by_name(spans)
+    spans, names = _boss_run(telemetry, lc)
     (boss,) = names["invoke_agent boss"]
     (researcher,) = names["invoke_agent researcher"]
     assert (boss.attributes or {})[semconv.GEN_AI_AGENT_NAME] == "boss"
@@ -115,7 +102,7 @@ def test_sub_graph_is_a_named_agent_run_under_its_parent(
 def test_unnamed_graph_keeps_the_handler_agent_name(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
-    one_node("agent", ScriptedChatModel(["ok"])).invoke(
+    one_node_graph("agent", ScriptedChatModel(["ok"])).invoke(
         {"messages": [("user", "hi")]}, config=cfg(lc)
     )
     assert semconv.GEN_AI_AGENT_NAME in (telemetry.span(AGENT_SPAN).attributes or {})
@@ -126,10 +113,7 @@ def test_node_spans_nest_model_calls_and_sub_agents(
     telemetry: InMemoryTelemetry,
 ) -> None:
     lc = LangChainCallbackHandler(handler=telemetry.handler(), node_spans=True)
-    graph = boss_with_researcher(ScriptedChatModel(["found it", "the answer"]))
-    graph.invoke({"messages": [("user", "hi")]}, config=cfg(lc, run_name="boss"))
-    spans = telemetry.spans()
-    names = by_name(spans)
+    spans, names = _boss_run(telemetry, lc)
     (boss,) = names["invoke_agent boss"]
     (researcher,) = names["invoke_agent researcher"]
     (research,) = names["invoke_node research"]
@@ -159,11 +143,7 @@ def rag_graph(model: BaseChatModel, vectors: InMemoryVectorStore) -> Any:
         docs = retriever.invoke(str(state["messages"][-1].content))
         return {"messages": [model.invoke([*state["messages"], ("user", docs[0].page_content)])]}
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "answer")
-    graph.add_edge("answer", END)
-    return graph.compile()
+    return chain_graph(("answer", answer))
 
 
 def test_retriever_in_a_graph_is_a_retrieval_span_of_the_run(

@@ -26,6 +26,7 @@ from tests.support.langchain_support import (
     add,
     ask_human,
     assert_one_tree_per_run,
+    broken,
     call,
     model_only_graph,
     raw_react_graph,
@@ -233,13 +234,6 @@ def test_model_error_ends_run_and_call_as_errors(
 def test_tool_error_marks_the_tool_span(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
-    from langchain_core.tools import tool
-
-    @tool
-    def broken(x: int) -> int:
-        """Always fails."""
-        raise ValueError("nope")
-
     model = ScriptedChatModel([AIMessage("", tool_calls=[call("broken", {"x": 1})]), "Sorry."])
     tools = ToolNode([broken], handle_tool_errors=True)
     react_agent(model, tools).invoke({"messages": [("user", "go")]}, config=cfg(lc))

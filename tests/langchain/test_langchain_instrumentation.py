@@ -21,15 +21,11 @@ from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.langchain_support import (
     AGENT_SPAN,
     assert_one_tree_per_run,
-    instrumentor,
-    no_detach_errors,
     react_agent,
     scripted_agent,
     tool_turn,
 )
 from tests.support.processes import run_ok
-
-__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
 
 pytestmark = pytest.mark.usefixtures("no_detach_errors")
 

@@ -35,10 +35,8 @@ from tests.support.langchain_support import (
     assert_one_tree_per_run,
     by_trace,
     conversation_agent,
-    instrumentor,
     internal_errors,
     langchain_instrumented,
-    no_detach_errors,
     question,
     react_agent,
     scripted_agent,
@@ -47,8 +45,6 @@ from tests.support.langchain_support import (
 
 RUNS = 6
 
-
-__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
 
 pytestmark = pytest.mark.usefixtures("no_detach_errors")
 

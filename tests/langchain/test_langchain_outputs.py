@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.chain_graph_support import chain_graph
 from tests.support.langchain_support import (
     AGENT_SPAN,
     RecordingHandler,
@@ -75,11 +76,7 @@ def assert_answered(telemetry: InMemoryTelemetry, core: RecordingHandler) -> Non
 
 
 def calc_graph(node: Any) -> Any:
-    graph = StateGraph(CalcState)
-    graph.add_node("calc", node)
-    graph.add_edge(START, "calc")
-    graph.add_edge("calc", END)
-    return graph.compile()
+    return chain_graph(("calc", node), state=CalcState)
 
 
 def test_graph_with_non_message_state_is_an_answer(

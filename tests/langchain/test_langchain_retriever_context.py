@@ -25,8 +25,6 @@ from symfonic_otel.instrumentation import SymfonicLangChainInstrumentor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.langchain_support import (
     AGENT_SPAN,
-    instrumentor,
-    no_detach_errors,
 )
 
 CLIENT_SPAN = "GET /catalogue"
@@ -66,8 +64,6 @@ def _define_later() -> type[BaseRetriever]:
 
     return LateCatalogue
 
-
-__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
 
 pytestmark = pytest.mark.usefixtures("no_detach_errors")
 

@@ -15,13 +15,13 @@ import pytest
 from langchain_core.callbacks import Callbacks
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import StructuredTool, tool
+from langchain_core.tools import StructuredTool
 from opentelemetry.sdk.trace import ReadableSpan
 
 from symfonic_otel import LangChainCallbackHandler, semconv, tenant_scope
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.langchain_support import AGENT_SPAN, USAGE, add, react_agent, tool_turn
+from tests.support.langchain_support import AGENT_SPAN, USAGE, add, broken, react_agent, tool_turn
 
 DURATION = semconv.CLIENT_OPERATION_DURATION.name
 TOKENS = semconv.CLIENT_TOKEN_USAGE.name
@@ -110,11 +110,6 @@ def test_standalone_tool_run(telemetry: InMemoryTelemetry, lc: LangChainCallback
 def test_failing_standalone_tool_marks_its_span(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
-    @tool
-    def broken(x: int) -> int:
-        """Always fails."""
-        raise ValueError("nope")
-
     with pytest.raises(ValueError):
         broken.invoke({"x": 1}, config=cfg(lc))
     span = telemetry.span("execute_tool broken")

@@ -30,9 +30,7 @@ from tests.support.langchain_support import (
     AGENT_SPAN,
     add,
     call,
-    instrumentor,
     internal_errors,
-    no_detach_errors,
 )
 from tests.support.step_cap_support import (
     BAILS,
@@ -51,11 +49,20 @@ from tests.support.step_cap_support import (
     tool_call_limit,
 )
 
-__all__ = ["instrumentor", "no_detach_errors"]  # fixtures, imported for pytest
-
 pytestmark = pytest.mark.usefixtures("no_detach_errors")
 
 BY_NAME = {cap.name: cap for cap in CAPS}
+
+
+def _run_and_check(
+    telemetry: InMemoryTelemetry, mode: str, cap: Cap, capped: bool, *handlers: Any
+) -> None:
+    """Runs ``cap``'s capped (or answered) graph for tenant ``acme``, then checks the verdict."""
+    run(mode, cap.capped() if capped else cap.answered(), cfg(cap, "acme", *handlers))
+    if capped:
+        assert_capped(telemetry, "acme")
+    else:
+        assert_answered(telemetry, "acme")
 
 
 @pytest.fixture
@@ -65,22 +72,17 @@ def handler(telemetry: InMemoryTelemetry) -> Any:
     assert_clean(telemetry, lc)
 
 
+@pytest.mark.parametrize("capped", [True, False], ids=["capped", "answered_on_the_last_call"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
-def test_capped_run_is_a_silent_bail_of_its_tenant(
-    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler, cap: Cap, mode: str
+def test_a_capped_run_is_a_silent_bail_and_an_answer_on_the_last_allowed_call_is_clean(
+    telemetry: InMemoryTelemetry,
+    handler: LangChainCallbackHandler,
+    cap: Cap,
+    mode: str,
+    capped: bool,
 ) -> None:
-    run(mode, cap.capped(), cfg(cap, "acme", handler))
-    assert_capped(telemetry, "acme")
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
-def test_answer_on_the_last_allowed_call_is_a_clean_answer(
-    telemetry: InMemoryTelemetry, handler: LangChainCallbackHandler, cap: Cap, mode: str
-) -> None:
-    run(mode, cap.answered(), cfg(cap, "acme", handler))
-    assert_answered(telemetry, "acme")
+    _run_and_check(telemetry, mode, cap, capped, handler)
 
 
 @pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
@@ -97,21 +99,13 @@ def test_capped_and_answered_tenants_apart_on_one_handler(
     assert telemetry.value(RUNS, answered) == 1
 
 
+@pytest.mark.parametrize(("capped", "mode"), [(True, "invoke"), (False, "ainvoke")])
 @pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
-def test_instrumentor_path_counts_the_cap(
-    telemetry: InMemoryTelemetry, instrumentor: Any, cap: Cap
+def test_instrumentor_path_counts_the_cap_and_keeps_answers_clean(
+    telemetry: InMemoryTelemetry, instrumentor: Any, cap: Cap, capped: bool, mode: str
 ) -> None:
-    run("invoke", cap.capped(), cfg(cap, "acme"))
-    assert_capped(telemetry, "acme")
+    _run_and_check(telemetry, mode, cap, capped)
     assert internal_errors(telemetry) == 0
-
-
-@pytest.mark.parametrize("cap", CAPS, ids=lambda cap: cap.name)
-def test_instrumentor_path_keeps_answers_clean(
-    telemetry: InMemoryTelemetry, instrumentor: Any, cap: Cap
-) -> None:
-    run("ainvoke", cap.answered(), cfg(cap, "acme"))
-    assert_answered(telemetry, "acme")
 
 
 def test_capped_stream_ends_on_the_framework_s_text_message(

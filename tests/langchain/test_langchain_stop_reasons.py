@@ -32,10 +32,11 @@ from tests.support.langchain_support import (
     scripted_agent,
     tool_turn,
 )
+from tests.support.provider_bodies.openai_bodies import MINI, completion
 
 
 def openai_body(finish_reason: str, text: str | None = None, **call: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    message: dict[str, Any] = {"content": text, "refusal": None}
     if call:
         message["tool_calls"] = [
             {
@@ -44,16 +45,8 @@ def openai_body(finish_reason: str, text: str | None = None, **call: Any) -> dic
                 "function": {"name": call["name"], "arguments": call["arguments"]},
             }
         ]
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1763640368,
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [
-            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
-        ],
-        "usage": {"prompt_tokens": 52, "completion_tokens": 18, "total_tokens": 70},
-    }
+    usage = {"prompt_tokens": 52, "completion_tokens": 18, "total_tokens": 70}
+    return completion("chatcmpl-1", MINI, message, finish_reason, usage, 1763640368)
 
 
 def anthropic_body(stop_reason: str, text: str, stop_sequence: str | None = None) -> dict[str, Any]:

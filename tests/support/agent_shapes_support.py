@@ -8,9 +8,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langchain_core.tools import BaseTool, tool
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.util.types import AttributeValue
 from pydantic import BaseModel
@@ -18,7 +19,8 @@ from pydantic import BaseModel
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.langchain_support import AGENT_SPAN, call, internal_errors
+from tests.support.chain_graph_support import chain_graph, model_node
+from tests.support.langchain_support import AGENT_SPAN, call, internal_errors, model_only_graph
 
 RUNS = semconv.AGENT_RUNS.name
 BAILS = semconv.SILENT_BAILS.name
@@ -151,30 +153,26 @@ def noded(telemetry: InMemoryTelemetry) -> Iterator[LangChainCallbackHandler]:
     assert_clean(telemetry, handler)
 
 
-def one_node_graph(name: str, model: ScriptedChatModel, graph_name: str) -> Any:
-    def node(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node(name, node)
-    graph.add_edge(START, name)
-    graph.add_edge(name, END)
-    return graph.compile(name=graph_name)
+def one_node_graph(name: str, model: BaseChatModel, graph_name: str | None = None) -> Any:
+    """One node ``name`` calling ``model``; the graph is the agent ``graph_name`` when given."""
+    return chain_graph((name, model_node(model)), name=graph_name)
 
 
-def research_then_answer(research: Any, model: ScriptedChatModel) -> Any:
+def research_tool() -> BaseTool:
+    """A ``research`` tool that answers by running a one-node sub-agent graph of its own."""
+    inner = model_only_graph(ScriptedChatModel(["inner says 42"]))
+
+    @tool
+    def research(topic: str) -> str:
+        """Research a topic with a sub-agent."""
+        return str(inner.invoke({"messages": [("user", topic)]})["messages"][-1].content)
+
+    return research
+
+
+def research_then_answer(research: Any, model: BaseChatModel) -> Any:
     """``research`` (a compiled sub-graph or a function) then an ``answer`` model call."""
-
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("research", research)
-    graph.add_node("answer", answer)
-    graph.add_edge(START, "research")
-    graph.add_edge("research", "answer")
-    graph.add_edge("answer", END)
-    return graph.compile()
+    return chain_graph(("research", research), ("answer", model_node(model)))
 
 
 # --- shared by the shape and streaming tests ---------------------------------------------

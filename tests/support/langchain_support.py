@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
 from langgraph.types import interrupt
 from opentelemetry.sdk.trace import ReadableSpan
@@ -34,6 +34,7 @@ from wrapt import BoundFunctionWrapper, FunctionWrapper
 from symfonic_otel import semconv
 from symfonic_otel.handler import OTelCallbackHandler
 from symfonic_otel.testing.scripted import ScriptedChatModel
+from tests.support.chain_graph_support import chain_graph, model_node
 from tests.support.wire_server import POLL_S
 
 AGENT_SPAN = semconv.agent_span_name("symfonic")
@@ -55,6 +56,12 @@ def tool_turn(a: int = 1, b: int = 2, call_id: str = "c1") -> AIMessage:
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
+
+
+@tool
+def broken(x: int) -> int:
+    """Always fails."""
+    raise ValueError("nope")
 
 
 @tool
@@ -101,15 +108,7 @@ def raw_react_graph(model: BaseChatModel, tools: Sequence[Any]) -> Any:
 
 def model_only_graph(model: BaseChatModel) -> Any:
     """A one-node graph whose final AI message is whatever the model returned."""
-
-    def agent(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_edge(START, "agent")
-    graph.add_edge("agent", END)
-    return graph.compile()
+    return chain_graph(("agent", model_node(model)))
 
 
 class ConversationModel(BaseChatModel):

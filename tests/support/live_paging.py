@@ -1,7 +1,8 @@
 """One live paging check's setup: the shipped silent-bail pages and rules (windows shortened),
 telemetry with a Prometheus endpoint and a handler on it, and watching a real Prometheus page
-the bailing tenants while work runs. The framework environments import this too (it needs
-pytest, yaml and the package)."""
+the bailing tenants while work runs, and the framework live tests' one check: the page fires
+for the capped tenant and never for its neighbour. The framework environments import this too
+(it needs pytest, yaml and the package)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ from symfonic_otel.export.setup import configure_telemetry
 from tests.support.fleet_support import RULES, shortened_rules, silent_bail_pages
 from tests.support.live_traffic_support import watch_pages
 from tests.support.prometheus_support import require_binary
+
+FACTOR = 30  # 1h -> 2 min, 5m -> 10 s, `for: 2m` -> 4 s
+PAUSE_S = 0.2
+BAILER, STEADY = "capped-tenant", "steady-tenant"
 
 
 @dataclass(frozen=True)
@@ -55,3 +60,14 @@ def live_paging(
         yield LivePaging(tmp_path, pages, rules, telemetry, handler)
     finally:
         telemetry.shutdown(timeout_millis=5_000)
+
+
+def assert_pages_the_bailer_only(
+    tmp_path: Path, rounds: Callable[[OTelCallbackHandler], Callable[[], None]]
+) -> None:
+    """Repeats the round ``rounds(handler)`` builds (tenant ``BAILER`` capped, ``STEADY``
+    answering) until ``BAILER`` is paged; ``STEADY`` is never pending nor firing."""
+    with live_paging(tmp_path, FACTOR) as live:
+        fired, ever = live.watch(rounds(live.handler), PAUSE_S, {BAILER})
+    assert BAILER in fired
+    assert STEADY not in ever

@@ -31,15 +31,20 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
+from symfonic_otel import semconv
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.bail_support import bails_of
 
 __all__ = [
+    "BAILS",
     "MODEL",
+    "RUNS",
+    "STOPS",
     "ScriptedModel",
     "agent",
     "answering",
+    "assert_guardrail_error",
     "bails_of",
     "blank",
     "installed",
@@ -48,6 +53,9 @@ __all__ = [
 ]
 
 MODEL = "scripted-gpt"
+BAILS = semconv.SILENT_BAILS.name
+RUNS = semconv.AGENT_RUNS.name
+STOPS = semconv.STOP_REASONS.name
 _ids = itertools.count()
 
 
@@ -221,3 +229,12 @@ def sdk_span(
     unset = dict.fromkeys(("started_at", "ended_at", "trace_metadata"))
     span_data = SimpleNamespace(type=kind, **data)
     return SimpleNamespace(span_data=span_data, error=error, **ids, **unset)
+
+
+def assert_guardrail_error(telemetry: InMemoryTelemetry) -> None:
+    """A tripped guardrail ended the run of ``helper`` as an error of the guardrail's type, and
+    no silent bail was counted."""
+    assert telemetry.value(BAILS) == 0
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "error"}) == 1
+    run = telemetry.span("invoke_agent helper")
+    assert (run.attributes or {})[semconv.ERROR_TYPE] == semconv.GUARDRAIL_ERROR_TYPE

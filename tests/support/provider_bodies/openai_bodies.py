@@ -29,7 +29,7 @@ def _openai_usage(prompt: int, completion: int) -> dict[str, Any]:
     }
 
 
-def _completion(
+def completion(
     completion_id: str,
     model: str,
     message: dict[str, Any],
@@ -37,6 +37,7 @@ def _completion(
     usage: dict[str, Any],
     created: int,
 ) -> dict[str, Any]:
+    """A ``chat.completion`` object as the API returns it, around the assistant ``message``."""
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -63,7 +64,7 @@ def openai_tool_calls() -> dict[str, Any]:
         "function": {"name": "add_numbers", "arguments": '{"a":5,"b":7}'},
     }
     message = {"content": None, "tool_calls": [call], "refusal": None, "annotations": []}
-    return _completion(
+    return completion(
         "chatcmpl-Tools0Kp2Lm4No6Pq8Rs0Tu2Vw4",
         MINI,
         message,
@@ -75,7 +76,7 @@ def openai_tool_calls() -> dict[str, Any]:
 
 def openai_stop_after_tool() -> dict[str, Any]:
     message = {"content": "5 + 7 = 12.", "refusal": None, "annotations": []}
-    return _completion(
+    return completion(
         "chatcmpl-Answer1Ab3Cd5Ef7Gh9Ij1Kl3Mn",
         MINI,
         message,
@@ -87,7 +88,7 @@ def openai_stop_after_tool() -> dict[str, Any]:
 
 def openai_refusal_field() -> dict[str, Any]:
     message = {"content": None, "refusal": "I'm sorry, but I can't help with that request."}
-    body = _completion(
+    body = completion(
         "chatcmpl-Refuse2Bc4De6Fg8Hi0Jk2Lm4No",
         "gpt-4o-2024-08-06",
         message,
