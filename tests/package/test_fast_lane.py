@@ -6,12 +6,11 @@ import shlex
 import tomllib
 from pathlib import Path
 
-from conftest import is_live
-
 import tests.demo.test_demo_cli as demo_cli
 import tests.demo.test_demo_interrupt as demo_interrupt
 import tests.export.test_otlp_export as otlp_export
 import tests.package.test_names_module as names_module
+from tests.support.live_marking import is_live
 
 TESTS = Path(__file__).resolve().parents[1]
 PYPROJECT = TESTS.parent / "pyproject.toml"
