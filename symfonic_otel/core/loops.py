@@ -50,6 +50,7 @@ _REPEATED_TOOL_CALL: Final = semconv.LOOP_REPEATED_TOOL_CALL
 _INFERENCE_CALLS: Final = semconv.RUN_INFERENCE_CALLS
 _TOOL_CALLS: Final = semconv.RUN_TOOL_CALLS
 _REPEATED_CALLS: Final = semconv.RUN_REPEATED_TOOL_CALLS
+_numbering: Final = itertools.count
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +140,10 @@ class RunLoops:
     Threads: the counts are plain increments of ints (the interpreter's lock keeps each one
     whole: no call between the read and the store); each signature's identical calls are
     numbered by ``next`` on its own ``itertools.count`` (one C call, so every call gets its own
-    number and exactly one gets ``threshold``), a new signature's counter is put in the table
-    by ``setdefault`` (one C call: racing threads share the first one put). Only the
-    detection, once per run, takes the lock."""
+    number and exactly one gets ``threshold``); a new signature's counter, starting at 2 (the
+    call that puts it in is number 1), is put in the table by ``setdefault`` (one C call:
+    racing threads share the first one put). Only the detection, once per run, takes the
+    lock."""
 
     __slots__ = (
         "detected",
@@ -247,13 +249,13 @@ def tool_call(
     if counter is None:  # a new signature (or another thread's, just added)
         if len(seen) >= MAX_SIGNATURES:  # past the table's cap: not compared
             return
-        # The first thread's numbering wins: ``setdefault`` is one C call.
-        counter = seen.setdefault(key, itertools.count(1))
-        if not loops.top[0]:  # the run's first compared call
-            loops.top = (1, name)
+        mine = _numbering(2)  # this call is number 1 if its counter is the one put in
+        counter = seen.setdefault(key, mine)  # one C call: the first thread's counter wins
+        if counter is mine:
+            if not loops.top[0]:  # the run's first compared call
+                loops.top = (1, name)
+            return
     count = next(counter)  # this call's number among the identical ones (atomic: a C call)
-    if count == 1:
-        return
     loops.repeated += 1
     if count > loops.top[0]:
         loops.top = (count, name)
