@@ -14,7 +14,9 @@ their own; today's handler would not make them), reported against the off turn's
 less that cost. After each slice a metric
 collection runs outside the timed slice and is timed on its own: the work deferred to
 collection time (the run's two call histograms are recorded into the SDK there) is reported
-per turn as "deferred", beside the turn's own cost, so nothing is hidden by deferral.
+per turn as "deferred", beside the turn's own cost, so nothing is hidden by deferral. The
+same turns' bytecodes are counted too (on and off, the stand-ins not counted): a figure that
+does not move with a shared machine's load.
 
 Series: ``configure_telemetry``'s Prometheus endpoint after one looping run per tenant (the
 worst case: every tenant holds all its loop series), the lines of each per-tenant family per
@@ -23,8 +25,10 @@ tenant against ``emit.budget.per_tenant_sets``.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
+import sys
 import time
 import urllib.request
 from collections import Counter
@@ -153,6 +157,45 @@ def cost(rounds: int, per_slice: int) -> dict[str, float]:
     }
 
 
+def bytecodes(turns: int) -> dict[str, float]:
+    """Bytecodes the interpreter runs per turn, with and without loops: a count that does not
+    depend on the machine's load. The off turn's no-op stand-ins are not counted (the call
+    instruction that reaches them is, on both sides)."""
+    handler = OTelCallbackHandler(
+        tracer_provider=TracerProvider(),
+        meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]),
+    )
+    counter = iter(range(10**9))
+    counts = {"on": 0, "off": 0}
+    side = "on"
+
+    def trace(frame: Any, event: str, arg: object) -> Any:
+        code = frame.f_code
+        if code.co_name == "<lambda>" and code.co_filename == __file__:
+            return None  # a stand-in of the off turn
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            counts[side] += 1
+        return trace
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            _turn(handler, f"b{next(counter)}")
+
+    run(3)  # warm-up: attribute caches, first series
+    with loops_off():
+        run(3)
+    for side in ("on", "off"):
+        with loops_off() if side == "off" else contextlib.nullcontext():
+            sys.settrace(trace)
+            try:
+                run(turns)
+            finally:
+                sys.settrace(None)
+    on, off = counts["on"] / turns, counts["off"] / turns
+    return {"on": on, "off": off, "added": on - off, "added_pct": 100.0 * (on - off) / off}
+
+
 def _stand_in_cost() -> float:
     """CPU seconds of one off turn's calls to its no-op stand-ins (the best of a few runs)."""
     nothing = lambda *args, **kwargs: None  # noqa: E731 - the very stand-in ``loops_off`` sets
@@ -233,6 +276,11 @@ def main(quick: bool) -> int:
         f"  deferred to collection: without loops {result['off_deferred_us']:.1f} us per turn, "
         f"added {result['added_deferred_us']:.2f} us; turn and deferred together: added "
         f"{result['added_total_pct']:.2f} %"
+    )
+    counted = bytecodes(10)
+    print(
+        f"  bytecodes per turn (deterministic): without loops {counted['off']:.0f}, with "
+        f"{counted['on']:.0f}, added {counted['added']:.0f} = {counted['added_pct']:.2f} %"
     )
     found = series(tenants)
     print(

@@ -16,15 +16,17 @@ A looping run is counted once, at its first detection, while it still runs:
 span), and a ``symfonic.agent.loop_detected`` event on the run span (tool name, count, kind).
 At the run's end its counts go on the run span and into the two semconv histograms.
 
-State per run is a few ints and at most ``MAX_SIGNATURES`` hashes.
+State per run is a few ints and at most ``MAX_SIGNATURES`` hashes with their counters (threads
+racing past the cap may each add one more).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -41,8 +43,14 @@ DEFAULT_RUNAWAY_CALLS: Final = 50
 # Distinct (tool, arguments) signatures followed per run; calls with a new one past it are
 # counted as tool calls but not compared.
 MAX_SIGNATURES: Final = 256
-_LOCK = threading.Lock()  # parallel tools of one run report from several threads
+_LOCK = threading.Lock()  # a run's detection, once (parallel tools of one run race for it)
 _JSON_START: Final = ("{", "[")
+_CALL_BUDGET: Final = semconv.LOOP_CALL_BUDGET
+_REPEATED_TOOL_CALL: Final = semconv.LOOP_REPEATED_TOOL_CALL
+_INFERENCE_CALLS: Final = semconv.RUN_INFERENCE_CALLS
+_TOOL_CALLS: Final = semconv.RUN_TOOL_CALLS
+_REPEATED_CALLS: Final = semconv.RUN_REPEATED_TOOL_CALLS
+_numbering: Final = itertools.count
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +135,15 @@ def signature(name: str, arguments: object) -> int:
 
 class RunLoops:
     """One run's counts and its detection. The limits are copied in at the run's start: the
-    per-call checks read two ints of this object, nothing further away."""
+    per-call checks read two ints of this object, nothing further away.
+
+    Threads: the counts are plain increments of ints (the interpreter's lock keeps each one
+    whole: no call between the read and the store); each signature's identical calls are
+    numbered by ``next`` on its own ``itertools.count`` (one C call, so every call gets its own
+    number and exactly one gets ``threshold``); a new signature's counter, starting at 2 (the
+    call that puts it in is number 1), is put in the table by ``setdefault`` (one C call:
+    racing threads share the first one put). Only the detection, once per run, takes the
+    lock."""
 
     __slots__ = (
         "detected",
@@ -147,73 +163,22 @@ class RunLoops:
         self.tool_calls = 0
         self.repeated = 0
         self.detected: str | None = None
-        self.seen: dict[int, int] | None = None
+        self.seen: dict[int, Iterator[int]] = {}  # signature: its calls' numbering
         self.top: tuple[int, str] = (0, "")  # the most repeated call: (its count, its tool)
 
-    def model_call(self) -> Detection | None:
-        # Counts are plain increments (the interpreter's lock keeps them whole); only the
-        # detection, once per run, takes the lock.
-        self.model_calls = calls = self.model_calls + 1
-        if calls <= self.runaway or self.detected is not None:
-            return None
-        return self.over_budget(calls)
-
-    def over_budget(self, calls: int) -> Detection | None:
-        """The run's model call ``calls`` is past its budget: the detection, once per run."""
+    def detect(self, kind: str, tool: str, count: int) -> Detection | None:
+        """The run's detection, once per run (the first of racing threads wins)."""
         with _LOCK:
             if self.detected is not None:
                 return None
-            self.detected = semconv.LOOP_CALL_BUDGET
-        return Detection(semconv.LOOP_CALL_BUDGET, "", calls)
+            self.detected = kind
+        return Detection(kind, tool, count)
 
     def framework_loop(self) -> Detection | None:
         """The framework ended the run on its own loop guard (stop reason ``loop_detected``):
         the call it refused repeats the run's most repeated call once more."""
-        with _LOCK:
-            if self.detected is not None:
-                return None
-            self.detected = semconv.LOOP_REPEATED_TOOL_CALL
-            count, name = self.top
-        return Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count + 1)
-
-    def tool_call(self, name: str, arguments: object) -> Detection | bool:
-        """Count one tool call; its arguments ``None`` are unknown (not compared). Returns
-        the detection the call makes, else whether it repeats an earlier one."""
-        self.tool_calls += 1
-        if arguments is None:
-            return False
-        return self.compare(name, arguments)
-
-    def compare(self, name: str, arguments: object) -> Detection | bool:
-        """Compare the arguments of a call already counted (an adapter that reads them only
-        at the call's end): the detection it makes (a repeat), else whether it repeats. No
-        allocation on the common path (a first call of a run allocates its table)."""
-        if type(arguments) is dict:  # ``signature``'s common case, inline (once per call)
-            try:
-                key = hash((name, frozenset(arguments.items())))
-            except TypeError:
-                key = signature(name, arguments)
-        else:
-            key = signature(name, arguments)
-        with _LOCK:  # parallel tools of one run: one count per call, one detection per run
-            seen = self.seen
-            if seen is None:  # the run's first compared call
-                self.seen = {key: 1}
-                self.top = (1, name)
-                return False
-            count = seen.get(key, 0) + 1
-            if count == 1:
-                if len(seen) < MAX_SIGNATURES:
-                    seen[key] = 1
-                return False
-            seen[key] = count
-            self.repeated += 1
-            if count > self.top[0]:
-                self.top = (count, name)
-            if count < self.threshold or self.detected is not None:
-                return True
-            self.detected = semconv.LOOP_REPEATED_TOOL_CALL
-        return Detection(semconv.LOOP_REPEATED_TOOL_CALL, name, count)
+        count, name = self.top
+        return self.detect(semconv.LOOP_REPEATED_TOOL_CALL, name, count + 1)
 
 
 # --- the facts every way in reports ------------------------------------------------------------
@@ -252,42 +217,58 @@ def _emitter(core: HandlerCore, run: OpenRun) -> MetricEmitter:
 
 def model_call(core: HandlerCore, run: OpenRun) -> None:
     """A model call of ``run`` (any node: the run's own calls)."""
-    loops = run.loops  # ``RunLoops.model_call``, inline: one call less on every model call
+    loops = run.loops
     loops.model_calls = calls = loops.model_calls + 1
     if calls > loops.runaway and loops.detected is None:
-        found = loops.over_budget(calls)
+        found = loops.detect(_CALL_BUDGET, "", calls)
         if found is not None:
             _detected(core, run, found, None)
 
 
-def tool_call(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
+def tool_call(
+    core: HandlerCore, run: OpenRun, name: str, arguments: object, counted: bool = False
+) -> None:
     """A tool call of ``run`` that runs (never the announced phase); ``arguments`` None:
-    unknown, the call is counted but not compared."""
+    unknown, the call is counted but not compared. ``counted``: the call was counted before,
+    its arguments are known only now (``tool_arguments``). One function, no call further on
+    the common path: the hash, the numbering and the repeat count are all here."""
     loops = run.loops
-    loops.tool_calls += 1  # ``RunLoops.tool_call``, one call less
-    if arguments is not None:
-        found = loops.compare(name, arguments)
-        if found:  # ``_repeats``, inline
-            (run.metrics or core.metrics).loops.repeated_tool_calls(run.tenant, 1)
-            if found is not True:
-                assert isinstance(found, Detection)
-                _detected(core, run, found, arguments)
+    if not counted:
+        loops.tool_calls += 1
+    if arguments is None:
+        return
+    if type(arguments) is dict:  # ``signature``'s common case, inline
+        try:
+            key = hash((name, frozenset(arguments.items())))
+        except TypeError:
+            key = signature(name, arguments)
+    else:
+        key = signature(name, arguments)
+    seen = loops.seen
+    counter = seen.get(key)
+    if counter is None:  # a new signature (or another thread's, just added)
+        if len(seen) >= MAX_SIGNATURES:  # past the table's cap: not compared
+            return
+        mine = _numbering(2)  # this call is number 1 if its counter is the one put in
+        counter = seen.setdefault(key, mine)  # one C call: the first thread's counter wins
+        if counter is mine:
+            if not loops.top[0]:  # the run's first compared call
+                loops.top = (1, name)
+            return
+    count = next(counter)  # this call's number among the identical ones (atomic: a C call)
+    loops.repeated += 1
+    if count > loops.top[0]:
+        loops.top = (count, name)
+    (run.metrics or core.metrics).loops.repeated_tool_calls(run.tenant, 1)
+    if count == loops.threshold:  # exactly one call of a signature is its threshold-th
+        found = loops.detect(_REPEATED_TOOL_CALL, name, count)
+        if found is not None:
+            _detected(core, run, found, arguments)
 
 
 def tool_arguments(core: HandlerCore, run: OpenRun, name: str, arguments: object) -> None:
     """The arguments of a tool call already counted, known only now."""
-    if arguments is not None:
-        found = run.loops.compare(name, arguments)
-        if found:
-            _repeats(core, run, arguments, found)
-
-
-def _repeats(core: HandlerCore, run: OpenRun, arguments: object, found: Detection | bool) -> None:
-    """A repeated call: one more in ``repeated_tool_calls``; a detection if it makes one."""
-    (run.metrics or core.metrics).loops.repeated_tool_calls(run.tenant, 1)
-    if found is not True:
-        assert isinstance(found, Detection)
-        _detected(core, run, found, arguments)
+    tool_call(core, run, name, arguments, counted=True)
 
 
 def _detected(core: HandlerCore, run: OpenRun, found: Detection, arguments: object) -> None:
@@ -321,7 +302,11 @@ def run_ended(
         if found is not None:
             _detected(core, run, found, None)
     model_calls, tool_calls = loops.model_calls, loops.tool_calls
-    attributes = loop_spans.counts(model_calls, tool_calls, loops.repeated)
+    attributes = {  # ``loop_spans.counts``, inline: one call less per run
+        _INFERENCE_CALLS: model_calls,
+        _TOOL_CALLS: tool_calls,
+        _REPEATED_CALLS: loops.repeated,
+    }
     if on_span:
         run.span.set_attributes(attributes)
     # No exemplar: the run's duration histogram already leads to its span.

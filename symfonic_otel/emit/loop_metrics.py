@@ -49,6 +49,7 @@ class LoopMetrics:
         "_count",
         "_emitter",
         "_inference",
+        "_per_tenant",
         "_record",
         "_tools",
     )
@@ -62,6 +63,7 @@ class LoopMetrics:
         self._record = emitter.recorder.record_pair
         self._inference = emitter.instruments.inference_calls
         self._tools = emitter.instruments.tool_calls
+        self._per_tenant = emitter.tenant_histograms
         # Attribute sets without a tenant only (agent, outcome): per-tenant sets are built when
         # counted, so no cache here grows with the tenants a process has seen.
         self._cache: dict[tuple[object, ...], dict[str, Any]] = {}
@@ -103,7 +105,7 @@ class LoopMetrics:
         link: SpanLink | None = None,
     ) -> None:
         """The run's model and tool calls (None: not known), recorded at its end."""
-        if self._emitter.tenant_histograms:
+        if self._per_tenant:
             attrs = self._attrs(
                 ("calls", tenant, outcome), tenant=tenant, agent=self._agent, outcome=outcome
             )

@@ -111,8 +111,10 @@ class SpanEmitter:
         end_time_ns: int | None,
         paused: str | None = None,
         interrupt_name: str = "",
-        extra: Extra = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
+        """``extra``: the caller's own attributes, a dict this call takes over (the run's
+        attributes below win over a key of the same name)."""
         attributes: dict[str, Any] = {semconv.RUN_OUTCOME: outcome}
         if empty is not None:
             attributes[semconv.RESPONSE_EMPTY] = empty
@@ -129,8 +131,9 @@ class SpanEmitter:
             )
         if outcome == "error":
             attributes[semconv.ERROR_TYPE] = error_type or semconv.OTHER_VALUE
-        if extra:
-            attributes = {**extra, **attributes}
+        if extra:  # ``{**extra, **attributes}`` without a copy: same keys, order and values
+            extra.update(attributes)
+            attributes = extra
         span.set_attributes(attributes)
         if outcome == "error":
             span.set_status(Status(StatusCode.ERROR))
