@@ -20,7 +20,7 @@ import structlog
 
 from symfonic_otel import tenant_scope
 from symfonic_otel.agent import ReactAgent
-from symfonic_otel.cli import EXIT_USAGE, main
+from symfonic_otel.cli import EXIT_USAGE, build_parser, main
 from symfonic_otel.demo import DemoOptions
 from symfonic_otel.demo.levers import (
     LOST_RUN_EVERY,
@@ -240,6 +240,13 @@ def test_bad_lever_values_get_one_line_and_exit_code_2(
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and named in lines[0], captured.err
+
+
+@pytest.mark.parametrize("port", [0, 1, 65535])
+def test_every_port_in_0_to_65535_is_accepted_and_0_means_pick_a_free_one(port: int) -> None:
+    """``--prometheus-port 0`` is documented: the OS picks a free port. The bounds are ports."""
+    args = build_parser().parse_args(["demo", "--prometheus-port", str(port)])
+    assert args.prometheus_port == port
 
 
 def test_demo_options_take_names_and_noisy_pairs() -> None:

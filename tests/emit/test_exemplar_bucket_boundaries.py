@@ -1,6 +1,9 @@
-"""An exemplar whose value sits on a bucket boundary belongs to that bucket."""
+"""An exemplar whose value sits on a bucket boundary belongs to that bucket; its timestamp is
+in seconds since the epoch."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -45,3 +48,31 @@ def test_exemplar_on_a_bucket_boundary_sits_on_that_bucket(seconds: float) -> No
     # Prometheus buckets are ``le``: a value equal to a bound is counted in that bound's bucket.
     bound = next(b for b in semconv.AGENT_DURATION_BUCKETS if seconds <= b)
     assert buckets == {str(bound): pytest.approx(seconds)}
+
+
+def test_histogram_exemplar_timestamps_are_seconds_since_the_epoch() -> None:
+    """OpenMetrics exemplar timestamps are in seconds: one 1000x off lands in the future."""
+    families = CollectorRegistry(auto_describe=True)
+    reader = LatestCollectionReader(families)
+    served = CollectorRegistry()
+    served.register(ScrapeCollector(families, reader))
+    meter_provider = MeterProvider(metric_readers=[reader])
+    tracer_provider = TracerProvider()
+    handler = OTelCallbackHandler(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    before = time.time()
+    try:
+        handler.agent_start(AgentStartEvent("q", "r"))
+        handler.agent_end(AgentEndEvent("r", "a", 1500.0, 1))
+        stamps = [
+            sample.exemplar.timestamp
+            for metric in served.collect()
+            if metric.name == "gen_ai_invoke_agent_duration_seconds"
+            for sample in metric.samples
+            if sample.exemplar is not None
+        ]
+    finally:
+        meter_provider.shutdown()
+        tracer_provider.shutdown()
+    after = time.time()
+    assert len(stamps) == 1
+    assert before - 1 <= float(stamps[0]) <= after + 1  # type: ignore[arg-type]

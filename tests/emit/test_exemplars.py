@@ -221,3 +221,33 @@ def test_real_prometheus_stores_the_exemplars(
         }
         series = exemplars.wait_for("gen_ai_client_operation_duration_seconds_bucket")
         assert trace_ids(series) and trace_ids(series) <= chats
+
+
+def test_only_an_errored_runs_trace_is_its_agent_runs_exemplar(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """Trace links on ``agent_runs`` lead to failures: a healthy series carries none."""
+    handler = telemetry.handler()
+    for run_id, outcome in (("ok", "completed"), ("bad", "error")):
+        handler.agent_start(AgentStartEvent("q", run_id))
+        handler.agent_end(
+            AgentEndEvent(
+                run_id,
+                "x" if outcome == "completed" else None,
+                10.0,
+                1,
+                outcome=outcome,  # type: ignore[arg-type]
+                error_type="RuntimeError" if outcome == "error" else None,
+            )
+        )
+    runs = {
+        span.attributes[semconv.RUN_ID]: span  # type: ignore[index]
+        for span in telemetry.spans()
+        if span.name.startswith("invoke_agent")
+    }
+    linked: dict[str, list[int]] = {}
+    for point in telemetry.metrics()[semconv.AGENT_RUNS.name].data.data_points:
+        if point.value:
+            outcome = str(point.attributes[semconv.RUN_OUTCOME])
+            linked[outcome] = [e.trace_id for e in point.exemplars]
+    assert linked == {"completed": [], "error": [runs["bad"].context.trace_id]}

@@ -199,6 +199,16 @@ def test_two_tenants_interleaved_from_metadata_and_session_state(
     assert adapter.open_runs == 0
 
 
+def test_the_runs_metadata_tenant_wins_over_the_session_states(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """The caller's per-run metadata names the tenant; a session's stored one is the fallback."""
+    built = agent(_adapter(telemetry), ScriptedModel(tool_turns=1))
+    built.run(QUESTION, metadata={"tenant_id": "acme"}, session_state={"tenant_id": "globex"})
+    runs = {attrs[semconv.TENANT_ID]: n for attrs, n in telemetry.points(semconv.AGENT_RUNS.name)}
+    assert runs == {"acme": 1}
+
+
 # --- never hurt the agent -----------------------------------------------------------------------
 
 

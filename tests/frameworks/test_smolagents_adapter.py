@@ -9,6 +9,7 @@ recovered when the call produced text. An answer on the last allowed step is an 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -259,3 +260,20 @@ def test_tool_calls_that_returned_are_not_marked_failed(telemetry: InMemoryTelem
     run(built)
     span = telemetry.span("execute_tool add")
     assert semconv.ERROR_TYPE not in (span.attributes or {})
+
+
+def test_spans_are_timed_by_the_steps_wall_clock_times(telemetry: InMemoryTelemetry) -> None:
+    """smolagents times each step with ``time.time()`` seconds: the run starts when its first
+    step did, each model call spans its step, and no step's time is refused as malformed."""
+    built, _, _ = _watched(telemetry, "tool_calling", answering(tool_turns=1))
+    before = time.time_ns()
+    run(built)
+    after = time.time_ns()
+    (agent_span,) = [s for s in telemetry.spans() if s.name.startswith("invoke_agent")]
+    chats = [s for s in telemetry.spans() if s.name.startswith("chat")]
+    assert len(chats) == 2
+    assert agent_span.start_time == chats[0].start_time
+    for span in [agent_span, *chats]:
+        assert span.start_time is not None and span.end_time is not None
+        assert before <= span.start_time < span.end_time <= after, span.name
+    assert telemetry.value(semconv.DROPPED_EVENTS.name) == 0

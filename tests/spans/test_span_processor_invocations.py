@@ -28,6 +28,8 @@ from symfonic_otel.spans import SilentBailSpanProcessor
 from symfonic_otel.spans.traces import MAX_PENDING_RUNS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.metric_budget import metrics_within_budget
+from tests.support.span_peer import AGENT as PEER_AGENT
+from tests.support.span_peer import CAP, Peer, chat
 
 TEXT = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}])
 AGENT = semconv.GEN_AI_AGENT_NAME
@@ -178,3 +180,20 @@ def test_agent_names_and_tenants_stay_within_the_series_budget() -> None:
     assert len(names) == 16 + 1  # the first 16 names and _OTHER
     assert semconv.OTHER_VALUE in names
     meters.shutdown()
+
+
+def test_a_step_cap_on_an_early_node_caps_the_run_whatever_ends_after_it(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """A foreign run whose recursion error sits on its first node span, a sibling node ending
+    after it without one: the run is still capped (one bail, stop reason ``recursion_limit``)."""
+    peer = Peer(telemetry)
+    turn = chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)})
+    with peer.span("invoke_agent", PEER_AGENT):
+        with peer.span("node", CAP):
+            peer.span_once("chat", turn)
+        with peer.span("node", {}):  # hands up a call of its own, and no cap
+            peer.span_once("chat", turn)
+    assert peer.verdict() == ("tool_calls_with_no_text", "recursion_limit", None)
+    assert peer.value(semconv.SILENT_BAILS) == 1
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 1
