@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 
 from symfonic_otel._version import __version__
 
@@ -284,14 +285,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _usage_error("symfonic-otel demo", str(exc))
         terminated = False
 
-        def on_sigterm(signum: int, frame: object) -> None:
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
             # SIGTERM takes Ctrl-C's path: partial summary, bounded flush; then 143, not 130.
             # Through SIGINT's own handler: inside asyncio.run that cancels the main task, where
             # a KeyboardInterrupt raised here would land in whichever task runs and be logged
-            # with its traceback at the loop's close.
+            # with its traceback at the loop's close. A shell starts background jobs with SIGINT
+            # ignored (`demo &` in an entrypoint, nohup): SIGTERM must still stop the demo then.
             nonlocal terminated
             terminated = True
-            signal.raise_signal(signal.SIGINT)
+            interrupt = signal.getsignal(signal.SIGINT)
+            if not callable(interrupt):
+                raise KeyboardInterrupt
+            interrupt(signal.SIGINT, frame)
 
         previous = signal.signal(signal.SIGTERM, on_sigterm)
         try:

@@ -24,12 +24,25 @@ async def _terminated(*args: Any, **kwargs: Any) -> None:
     await asyncio.sleep(30)  # cancelled by the interrupt long before
 
 
+@pytest.mark.parametrize(
+    "sigint",
+    [signal.default_int_handler, signal.SIG_IGN],
+    ids=["ctrl-c-handled", "ctrl-c-ignored-as-in-a-background-job"],
+)
 def test_sigterm_during_the_traffic_exits_143_with_a_partial_summary(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sigint: signal.Handlers,
 ) -> None:
+    # A shell starts a background job (`symfonic-otel demo &`, nohup) with SIGINT ignored:
+    # SIGTERM, which takes Ctrl-C's path, must stop the demo all the same.
     monkeypatch.setattr(Traffic, "run_count", _terminated)
+    previous_sigint = signal.signal(signal.SIGINT, sigint)
     before = signal.getsignal(signal.SIGTERM)
-    code = cli.main(["demo", "--runs", "12", "--tenants", "2"])
+    try:
+        code = cli.main(["demo", "--runs", "12", "--tenants", "2"])
+    finally:
+        signal.signal(signal.SIGINT, previous_sigint)
     out = capsys.readouterr().out
     assert code == cli.EXIT_TERMINATED == 143
     assert PARTIAL in out
