@@ -1,0 +1,282 @@
+"""Outcome retention in process: byte and span bounds, roots parked for a judge, failures, counters.
+
+Real SDK providers and spans; the judge is the registration protocol of
+``emit.retention_marks`` (what the span processor implements); counters are read through a real
+``MeterProvider`` with an ``InMemoryMetricReader``.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanContext, TraceFlags
+from structlog.testing import capture_logs
+
+from symfonic_otel import OutcomeRetentionSpanProcessor, semconv
+from symfonic_otel.emit.retention_marks import keep_trace, trace_judged
+from symfonic_otel.export import retention
+from symfonic_otel.export.retention_rules import SPAN_OVERHEAD_BYTES
+from tests.support.retention_rig import Judge, Recorder, Rig
+
+# --- the byte estimate and the bounds ---------------------------------------------------------
+
+
+def test_a_held_span_weighs_its_overhead_its_attributes_and_its_string_values() -> None:
+    rig = Rig(ratio=0.0)
+    root = rig.root()
+    rig.child(root, text="abcd", count=3, flag=True).end()
+    assert rig.retention.held_bytes == SPAN_OVERHEAD_BYTES + 3 * 100 + 4
+    with_events = rig.child(root)
+    with_events.add_event("e1", {"note": "xy", "n": 1})
+    with_events.add_event("e2")
+    with_events.end()
+    second = SPAN_OVERHEAD_BYTES + (400 + 2 * 100 + 2) + 400
+    assert rig.retention.held_bytes == SPAN_OVERHEAD_BYTES + 3 * 100 + 4 + second
+    assert rig.retention.held_spans == 2
+    root.end()
+    assert rig.retention.held_bytes == 0 and rig.retention.held_spans == 0
+
+
+def _open_with_one_span(rig: Rig, **attrs: Any) -> Any:
+    root = rig.root()
+    rig.child(root, **attrs).end()
+    return root
+
+
+def test_the_byte_bound_holds_exactly_its_bytes_and_decides_the_oldest_one_byte_past() -> None:
+    one = SPAN_OVERHEAD_BYTES + 100 + 10
+    rig = Rig(ratio=0.0, max_held_bytes=2 * one + 1)
+    first = _open_with_one_span(rig, text="x" * 10)
+    second = _open_with_one_span(rig, text="x" * 11)
+    assert rig.retention.held_bytes == 2 * one + 1 and rig.retention.decisions == {}
+    third = _open_with_one_span(rig, text="x" * 10)  # past the bound: the oldest goes, only it
+    assert rig.retention.decisions == {("dropped", "capacity"): 1}
+    assert rig.retention.held_bytes == 2 * one + 1
+    assert rig.retention.held_spans == 2 and rig.retention.held_traces == 2
+    assert rig.retention.dropped_spans == {"unsampled": 0, "decided_early": 1}
+    assert not rig.retention.will_export(first.get_span_context().trace_id)
+    for root in (first, second, third):
+        root.end()
+    assert rig.retention.dropped_spans == {"unsampled": 4, "decided_early": 2}
+
+
+def test_the_span_bound_keeps_a_marked_run_decided_early_and_passes_its_later_spans() -> None:
+    rig = Rig(ratio=0.0, max_held_spans=2)
+    marked = _open_with_one_span(rig)
+    keep_trace(marked.get_span_context())
+    healthy = _open_with_one_span(rig)
+    assert rig.retention.decisions == {}
+    rig.child(healthy).end()  # a third held span: the oldest trace is decided at once
+    assert rig.retention.decisions == {("kept", "capacity"): 1}
+    assert rig.retention.held_spans == 2
+    marked_id = marked.get_span_context().trace_id
+    assert rig.traces() == {marked_id: 1}
+    rig.child(marked).end()
+    marked.end()
+    assert rig.traces() == {marked_id: 3}  # whole
+    healthy.end()
+    assert rig.retention.decisions == {("kept", "capacity"): 1, ("dropped", "ratio"): 1}
+
+
+# --- roots parked for a judge's word ------------------------------------------------------------
+
+
+def _foreign_run(rig: Rig, judge: Judge, **attrs: Any) -> int:
+    root = rig.root(foreign=True)
+    trace_id = root.get_span_context().trace_id
+    judge.awaited.add(trace_id)
+    rig.child(root, **attrs).end()
+    root.end()
+    return trace_id
+
+
+@pytest.mark.parametrize(("verdict", "exported"), [(True, 2), (False, 0)])
+def test_a_foreign_root_waits_for_the_judge_and_its_verdict_decides(
+    verdict: bool, exported: int
+) -> None:
+    rig, judge = Rig(ratio=0.0), Judge()
+    trace_id = _foreign_run(rig, judge)
+    assert rig.retention.held_traces == 1 and rig.traces() == {}
+    assert rig.retention.decisions == {}
+    trace_judged(trace_id, verdict)
+    assert rig.traces() == ({trace_id: exported} if exported else {})
+    basis = ("kept", "outcome") if verdict else ("dropped", "ratio")
+    assert rig.retention.decisions == {basis: 1}
+    assert rig.retention.held_traces == 0
+    rig.retention.judged(trace_id, True)  # a word on a decided trace changes nothing
+    assert rig.retention.decisions == {basis: 1}
+
+
+def test_no_wait_for_our_own_root_a_judged_one_or_one_its_spans_keep() -> None:
+    rig, judge = Rig(ratio=0.0), Judge()
+    ours = rig.root()
+    judge.awaited.add(ours.get_span_context().trace_id)
+    ours.end()
+    failing = _foreign_run(rig, judge, **{semconv.RUN_OUTCOME: "error"})
+    judged = rig.root(foreign=True)
+    judge.awaited.add(judged.get_span_context().trace_id)
+    trace_judged(judged.get_span_context().trace_id, False)
+    judged.end()
+    unawaited = rig.root(foreign=True)
+    unawaited.end()
+    assert rig.retention.held_traces == 0
+    assert rig.traces() == {failing: 2}
+    assert rig.retention.decisions == {("kept", "outcome"): 1, ("dropped", "ratio"): 3}
+
+
+def test_a_mark_or_a_flush_settles_a_parked_root_at_once() -> None:
+    inner = Recorder()
+    rig, judge = Rig(ratio=0.0, inner=inner), Judge()
+    marked = _foreign_run(rig, judge)
+    assert keep_trace(marked) is True
+    assert len(inner.ended) == 2
+    _foreign_run(rig, judge)
+    assert rig.retention.held_traces == 1
+    assert rig.retention.force_flush(500) is True
+    assert rig.retention.held_traces == 0 and inner.flushes == [500]
+    assert rig.retention.decisions == {("kept", "outcome"): 1, ("dropped", "ratio"): 1}
+
+
+@pytest.mark.parametrize("next_span", ["root start", "end"])
+def test_the_parking_threads_next_root_or_span_end_settles_its_parked_root(next_span: str) -> None:
+    rig, judge = Rig(ratio=0.0), Judge()
+    other = rig.root()
+    trace_id = _foreign_run(rig, judge)
+    child = rig.child(other)  # a child's start costs nothing: the parked root still waits
+    assert rig.retention.held_traces == 2 and rig.retention.decisions == {}
+    fresh = rig.root() if next_span == "root start" else None
+    if fresh is None:
+        child.end()
+    # In the thread that parked it, the next root start or span end: its dispatch has finished.
+    assert rig.retention.decisions == {("dropped", "ratio"): 1}
+    assert not rig.retention.will_export(trace_id) and trace_id not in rig.traces()
+    assert rig.retention.held_traces == (2 if fresh else 1)
+    for span in (child, fresh, other):
+        if span is not None:
+            span.end()
+
+
+def test_another_thread_settles_a_parked_root_only_after_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rig, judge = Rig(ratio=0.0), Judge()
+    other = rig.root()
+    parked: list[int] = []
+    worker = threading.Thread(target=lambda: parked.append(_foreign_run(rig, judge)))
+    worker.start()
+    worker.join()
+    rig.child(other).end()
+    rig.child(other)
+    assert rig.retention.held_traces == 2  # the judge may still be on its way
+    monkeypatch.setattr(retention, "_JUDGE_GRACE_S", 0.0)
+    rig.child(other).end()
+    assert rig.retention.held_traces == 1
+    assert rig.retention.decisions == {("dropped", "ratio"): 1}
+    other.end()
+
+
+# --- failures never reach the SDK -------------------------------------------------------------
+
+
+def test_an_inner_processor_that_raises_costs_only_its_span_and_is_logged_once() -> None:
+    inner = Recorder(fail_on="chat 0")
+    rig = Rig(ratio=0.0, inner=inner)
+    with capture_logs() as logs:
+        rig.run(children=3, **{semconv.RUN_OUTCOME: "error"})
+        rig.run(children=1, **{semconv.RUN_OUTCOME: "error"})
+    assert inner.names == ["chat 1", "chat 2", "invoke_agent a", "invoke_agent a"]
+    failures = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
+    assert [e["kind"] for e in failures] == ["trace_retention_export"]
+
+
+def test_a_span_retention_cannot_read_is_passed_on_rather_than_lost() -> None:
+    inner = Recorder()
+    rig = Rig(ratio=0.0, inner=inner)
+    context = SpanContext(0x99, 0x98, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    odd = ReadableSpan("odd", context=context, events=[None])  # type: ignore[list-item]
+    with capture_logs() as logs:
+        rig.retention.on_end(odd)
+    assert inner.names == ["odd"] and rig.retention.held_spans == 0
+    assert [e["kind"] for e in logs if e["event"] == "symfonic_otel.internal_failure"] == [
+        "trace_retention"
+    ]
+
+
+# --- counters ---------------------------------------------------------------------------------
+
+
+def _points(reader: InMemoryMetricReader) -> dict[str, dict[tuple[Any, ...], float]]:
+    data = reader.get_metrics_data()
+    found: dict[str, dict[tuple[Any, ...], float]] = {}
+    for resource in data.resource_metrics if data else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                assert scope.scope.name == semconv.SCOPE_NAME
+                values = found.setdefault(metric.name, {})
+                for point in metric.data.data_points:
+                    values[tuple(sorted((point.attributes or {}).values()))] = point.value  # type: ignore[union-attr]
+    return found
+
+
+def test_the_counters_report_every_decision_and_drop_reason_from_zero() -> None:
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    rig = Rig(ratio=0.0, meter_provider=meters, max_held_spans=3)
+    start = _points(reader)
+    assert start[semconv.RETENTION_TRACES.name] == {
+        ("kept", "outcome"): 0,
+        ("kept", "ratio"): 0,
+        ("dropped", "ratio"): 0,
+        ("capacity", "kept"): 0,
+        ("capacity", "dropped"): 0,
+    }
+    assert start[semconv.RETENTION_DROPPED_SPANS.name] == {("unsampled",): 0, ("decided_early",): 0}
+    assert start[semconv.RETENTION_LATE_KEEPS.name] == {(): 0}
+    assert start[semconv.RETENTION_HELD_SPANS.name] == {(): 0}
+    dropped = rig.run(children=2)
+    rig.run(children=1, **{semconv.RUN_OUTCOME: "error"})
+    keep_trace(dropped)
+    held = rig.root()
+    rig.child(held).end()
+    after = _points(reader)
+    assert after[semconv.RETENTION_TRACES.name][("kept", "outcome")] == 1
+    assert after[semconv.RETENTION_TRACES.name][("dropped", "ratio")] == 1
+    assert after[semconv.RETENTION_DROPPED_SPANS.name][("unsampled",)] == 3
+    assert after[semconv.RETENTION_LATE_KEEPS.name] == {(): 1}
+    assert after[semconv.RETENTION_HELD_SPANS.name] == {(): 1}
+    held.end()
+    del rig, held
+    gc.collect()  # a retired processor is held weakly: its counters stop reporting
+    assert all(not values for values in _points(reader).values())
+    meters.shutdown()
+
+
+def test_the_counters_carry_the_documented_units() -> None:
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    keep_alive = OutcomeRetentionSpanProcessor(
+        Recorder(), healthy_trace_ratio=0.5, meter_provider=meters
+    )
+    data = reader.get_metrics_data()
+    assert data is not None
+    metrics = {m.name: m for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics}
+    for spec in (
+        semconv.RETENTION_TRACES,
+        semconv.RETENTION_DROPPED_SPANS,
+        semconv.RETENTION_LATE_KEEPS,
+        semconv.RETENTION_HELD_SPANS,
+    ):
+        assert (metrics[spec.name].unit, metrics[spec.name].description) == (
+            spec.unit,
+            spec.description,
+        )
+    assert metrics[semconv.RETENTION_HELD_SPANS.name].data.is_monotonic is False  # type: ignore[union-attr]
+    assert metrics[semconv.RETENTION_TRACES.name].data.is_monotonic is True  # type: ignore[union-attr]
+    assert keep_alive.held_spans == 0
+    meters.shutdown()
