@@ -35,10 +35,12 @@ _LIMIT = 4 * 1024 * 1024
 class _OtlpLike(SpanExporter):
     """Encodes like the OTLP exporters; delivers what a collector accepts, or nothing if down."""
 
-    def __init__(self, *, down: bool = False, raises: bool = False) -> None:
+    def __init__(self, *, down: bool = False, raises: bool = False, grpc: bool = False) -> None:
         self.down = down
         self.raises = raises
+        self.grpc = grpc  # the gRPC exporter raises on a batch it cannot encode
         self.calls: list[int] = []
+        self.flushes: list[int] = []
         self.delivered: list[str] = []
         self.shutdown_with: list[float] = []
 
@@ -49,6 +51,8 @@ class _OtlpLike(SpanExporter):
         try:
             size = len(encode_spans(spans).SerializeToString())
         except Exception:
+            if self.grpc:
+                raise
             return SpanExportResult.FAILURE
         if self.down or size > _LIMIT:
             return SpanExportResult.FAILURE
@@ -59,6 +63,7 @@ class _OtlpLike(SpanExporter):
         self.shutdown_with.append(timeout_millis)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        self.flushes.append(timeout_millis)
         return timeout_millis == 1234
 
 
@@ -105,15 +110,29 @@ class _Calls:
         )
 
 
-def test_an_unencodable_span_costs_only_itself() -> None:
-    calls, exporter = _Calls(), _OtlpLike()
+@pytest.mark.parametrize("grpc", [False, True], ids=["result", "raises"])
+def test_an_unencodable_span_costs_only_itself(grpc: bool) -> None:
+    calls, exporter = _Calls(), _OtlpLike(grpc=grpc)
     names = [f"good {i}" for i in range(7)]
     batch = _spans(*names[:3], "bad clock", *names[3:], bad=3)
     assert calls.wrap(exporter).export(batch) is SpanExportResult.FAILURE
     assert sorted(exporter.delivered) == names
     assert calls.handoffs == [8]
-    assert calls.losses == [(semconv.SPAN_DROP_UNENCODABLE, 1, None)]
+    [(reason, count, error)] = calls.losses
+    assert (reason, count) == (semconv.SPAN_DROP_UNENCODABLE, 1)
+    assert (error is not None) is grpc  # the encoder's own exception, when there is one
     assert exporter.calls == [8, 4, 2, 2, 1, 1, 4]  # halves, down to the one bad span
+
+
+def test_a_request_of_exactly_the_limit_is_encodable() -> None:
+    """A failed request of exactly 4 MiB was not too large: its loss is a delivery failure."""
+    probe = _spans("a", big=_LIMIT - 10_000)
+    length = _LIMIT - 10_000 + _LIMIT - len(encode_spans(probe).SerializeToString())
+    [span] = _spans("a", big=length)
+    assert len(encode_spans([span]).SerializeToString()) == _LIMIT
+    calls = _Calls()
+    calls.wrap(_OtlpLike(down=True)).export([span])
+    assert calls.losses == [(semconv.SPAN_DROP_EXPORT_FAILED, 1, None)]
 
 
 def test_a_request_past_a_collectors_limit_is_split_and_then_delivered() -> None:
@@ -151,6 +170,8 @@ def test_shutdown_and_flush_reach_the_wrapped_exporter_with_their_budget() -> No
     assert otlp.shutdown_with == [250] and plain.shut == 1
     assert calls.wrap(otlp).force_flush(1234) is True
     assert calls.wrap(otlp).force_flush(5) is False
+    calls.wrap(otlp).force_flush()
+    assert otlp.flushes == [1234, 5, 30_000]
 
 
 # --- the batch processor: admission, defaults, losses read and logged ---------------------------
@@ -209,6 +230,9 @@ def test_a_full_queue_drops_counts_and_logs_once_and_a_handed_off_batch_frees_it
     assert processor.dropped_spans == 2
     [line] = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
     assert line["kind"] == "span_queue_full" and line["max_queue_size"] == 2
+    assert line["hint"] == (
+        "the collector is slow or down; raise OTEL_BSP_MAX_QUEUE_SIZE or fix export"
+    )
     exporter.release.set()
     assert processor.force_flush(10_000)
     _fill(provider, 2)  # the exported spans left the queue: room for two again
@@ -296,8 +320,12 @@ def test_a_forked_child_starts_with_an_empty_queue() -> None:
     provider = _blocked_with_waiting(exporter, processor, 2)  # the parent's queue is full
     pid = os.fork()
     if pid == 0:  # the child: the SDK emptied its queue, so two spans fit again
-        _fill(provider, 2)
-        os._exit(0 if processor.losses["queue_full"] == 0 else 1)
+        code = 2
+        try:
+            _fill(provider, 2)
+            code = 0 if processor.losses["queue_full"] == 0 else 1
+        finally:
+            os._exit(code)
     _, status = os.waitpid(pid, 0)
     _fill(provider, 1)
     assert processor.losses["queue_full"] == 1  # the parent's queue is still full

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -162,23 +163,70 @@ def test_the_parking_threads_next_root_or_span_end_settles_its_parked_root(next_
             span.end()
 
 
-def test_another_thread_settles_a_parked_root_only_after_the_grace(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    rig, judge = Rig(ratio=0.0), Judge()
-    other = rig.root()
+def _park_in_a_worker(rig: Rig, judge: Judge) -> int:
     parked: list[int] = []
     worker = threading.Thread(target=lambda: parked.append(_foreign_run(rig, judge)))
     worker.start()
     worker.join()
+    return parked[0]
+
+
+def test_another_thread_settles_a_parked_root_only_after_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(retention, "_JUDGE_GRACE_S", 0.05)
+    rig, judge = Rig(ratio=0.0), Judge()
+    other = rig.root()
+    _park_in_a_worker(rig, judge)
     rig.child(other).end()
-    rig.child(other)
-    assert rig.retention.held_traces == 2  # the judge may still be on its way
-    monkeypatch.setattr(retention, "_JUDGE_GRACE_S", 0.0)
+    fresh = rig.root()
+    assert rig.retention.held_traces == 3  # the judge may still be on its way
+    time.sleep(0.06)
     rig.child(other).end()
-    assert rig.retention.held_traces == 1
+    assert rig.retention.held_traces == 2
     assert rig.retention.decisions == {("dropped", "ratio"): 1}
+    fresh.end()
     other.end()
+
+
+def _park_in_two_threads(rig: Rig, judge: Judge) -> list[int]:
+    """Two roots parked at once: by two threads alive together (one thread parks one root)."""
+    parked: list[int] = []
+    barrier = threading.Barrier(2)
+
+    def work() -> None:
+        parked.append(_foreign_run(rig, judge))
+        barrier.wait(10)
+
+    workers = [threading.Thread(target=work) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return parked
+
+
+def test_a_flush_from_any_thread_settles_every_parked_root() -> None:
+    rig, judge = Rig(ratio=0.0), Judge()
+    _park_in_two_threads(rig, judge)
+    assert rig.retention.held_traces == 2
+    assert rig.provider.force_flush()
+    assert rig.retention.held_traces == 0
+    assert rig.retention.decisions == {("dropped", "ratio"): 2}
+
+
+def test_a_root_still_parked_after_another_was_judged_is_settled_after_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rig, judge = Rig(ratio=0.0), Judge()
+    first, _ = _park_in_two_threads(rig, judge)
+    trace_judged(first, True)
+    assert rig.retention.held_traces == 1
+    monkeypatch.setattr(retention, "_JUDGE_GRACE_S", 0.0)
+    fresh = rig.root()
+    assert rig.retention.held_traces == 1  # only the fresh root
+    assert rig.retention.decisions == {("kept", "outcome"): 1, ("dropped", "ratio"): 1}
+    fresh.end()
 
 
 # --- failures never reach the SDK -------------------------------------------------------------

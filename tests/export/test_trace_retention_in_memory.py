@@ -11,14 +11,16 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult, TraceIdRatioBased
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
+from structlog.testing import capture_logs
 
 from symfonic_otel import OutcomeRetentionSpanProcessor, semconv
 from symfonic_otel.emit.retention_marks import keep_trace
+from symfonic_otel.export import retention as retention_module
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from tests.support.retention_rig import HALF, HIGH_BITS, Recorder, Rig, dropped_id, kept_id
 
@@ -302,3 +304,74 @@ def test_a_bound_that_is_not_an_int_of_at_least_one_is_refused_naming_it(bad: ob
     assert smallest.healthy_trace_ratio == 0.0 and isinstance(smallest.healthy_trace_ratio, float)
     with pytest.raises(TypeError, match=r"OutcomeRetentionSpanProcessor\(inner=\.\.\.\) takes a"):
         OutcomeRetentionSpanProcessor(object(), healthy_trace_ratio=0.1)  # type: ignore[arg-type]
+
+
+def test_the_inner_processor_gets_each_start_with_its_parent_context() -> None:
+    inner = Recorder()
+    rig = Rig(ratio=0.0, inner=inner)
+    root = rig.root()
+    context = trace.set_span_in_context(root)
+    rig.ours.start_span("chat", context=context).end()
+    assert inner.contexts[1] is context
+    root.end()
+    rig.retention.force_flush()
+    assert inner.flushes == [30_000]
+
+
+def test_a_span_built_outside_the_sdk_tracer_is_read_alike() -> None:
+    inner = Recorder()
+    rig = Rig(ratio=0.0, inner=inner)
+    flags = TraceFlags(TraceFlags.SAMPLED)
+    failed = ReadableSpan(
+        "invoke_agent x",
+        context=SpanContext(0x51, 0x52, is_remote=False, trace_flags=flags),
+        attributes={semconv.RUN_OUTCOME: "error", "note": "abc"},
+    )
+    healthy = ReadableSpan(
+        "invoke_agent y",
+        context=SpanContext(0x61, 0x62, is_remote=False, trace_flags=flags),
+        attributes={semconv.RUN_OUTCOME: "completed"},
+    )
+    rig.retention.on_end(failed)
+    rig.retention.on_end(healthy)
+    assert inner.names == ["invoke_agent x"]
+    assert rig.retention.decisions == {("kept", "outcome"): 1, ("dropped", "ratio"): 1}
+
+
+def test_a_second_local_root_of_a_decided_trace_follows_its_decision_unheld() -> None:
+    rig = Rig(ratio=0.0)
+    flags = TraceFlags(TraceFlags.SAMPLED)
+    trace_id = dropped_id()
+    remote = SpanContext(trace_id, 0xDEF, is_remote=True, trace_flags=flags)
+    context = trace.set_span_in_context(NonRecordingSpan(remote))
+    rig.ours.start_span("GET /a", context=context).end()  # the first request: dropped
+    second = rig.ours.start_span("GET /b", context=context)  # the same trace comes back
+    assert rig.retention.held_traces == 0
+    second.end()
+    assert rig.retention.dropped_spans == {"unsampled": 2, "decided_early": 0}
+    assert rig.retention.decisions == {("dropped", "ratio"): 1}
+
+
+def test_decisions_are_remembered_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(retention_module, "_DECISIONS_REMEMBERED", 3)
+    rig = Rig(ratio=0.0)
+    roots = [rig.root() for _ in range(4)]
+    late = [rig.child(root, "tool") for root in roots]
+    for root in roots:
+        root.end()
+    late[0].end()  # its decision was forgotten: held as a new trace
+    late[1].end()  # still remembered: dropped with its trace
+    assert rig.retention.held_spans == 1 and rig.retention.held_traces == 1
+    assert rig.retention.dropped_spans == {"unsampled": 5, "decided_early": 0}
+    for span in late[2:]:
+        span.end()
+
+
+def test_a_span_without_a_context_at_its_start_is_passed_on_and_logged() -> None:
+    inner = Recorder()
+    rig = Rig(ratio=0.0, inner=inner)
+    with capture_logs() as logs:
+        rig.retention.on_start(ReadableSpan("no context"))  # type: ignore[arg-type]
+    assert inner.started == ["no context"] and rig.retention.held_traces == 0
+    [line] = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
+    assert line["kind"] == "trace_retention" and line["error_type"] == "AttributeError"

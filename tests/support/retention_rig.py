@@ -55,6 +55,7 @@ class Recorder(SpanProcessor):
 
     def __init__(self, fail_on: str | None = None) -> None:
         self.started: list[str] = []
+        self.contexts: list[Context | None] = []
         self.ended: list[ReadableSpan] = []
         self.flushes: list[int] = []
         self.flush_result = True
@@ -63,6 +64,7 @@ class Recorder(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.started.append(span.name)
+        self.contexts.append(parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
         if span.name == self.fail_on:
