@@ -152,6 +152,15 @@ def test_a_batch_that_encodes_but_is_not_delivered_is_counted_whole_and_not_spli
     assert calls.wrap(raising).export(_spans("a", "b")) is SpanExportResult.FAILURE
     [(reason, count, error)] = calls.losses
     assert (reason, count, type(error)) == (semconv.SPAN_DROP_EXPORT_FAILED, 2, ConnectionError)
+    processor = DropCountingBatchSpanProcessor(_OtlpLike(raises=True))
+    provider = _provider(processor)
+    with capture_logs() as logs:
+        _fill(provider, 2)
+        processor.force_flush(10_000)
+    [line] = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
+    assert line["kind"] == "span_export_failed" and line["error_type"] == "ConnectionError"
+    assert processor.losses[semconv.SPAN_DROP_EXPORT_FAILED] == 2
+    provider.shutdown()
 
 
 def test_another_exporters_failed_batch_is_counted_whole_without_splitting() -> None:

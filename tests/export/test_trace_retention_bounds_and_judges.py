@@ -20,6 +20,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 from structlog.testing import capture_logs
 
 from symfonic_otel import OutcomeRetentionSpanProcessor, semconv
+from symfonic_otel._version import __version__
 from symfonic_otel.emit.retention_marks import keep_trace, trace_judged
 from symfonic_otel.export import retention
 from symfonic_otel.export.retention_rules import SPAN_OVERHEAD_BYTES
@@ -265,7 +266,7 @@ def _points(reader: InMemoryMetricReader) -> dict[str, dict[tuple[Any, ...], flo
     for resource in data.resource_metrics if data else []:
         for scope in resource.scope_metrics:
             for metric in scope.metrics:
-                assert scope.scope.name == semconv.SCOPE_NAME
+                assert (scope.scope.name, scope.scope.version) == (semconv.SCOPE_NAME, __version__)
                 values = found.setdefault(metric.name, {})
                 for point in metric.data.data_points:
                     values[tuple(sorted((point.attributes or {}).values()))] = point.value  # type: ignore[union-attr]
