@@ -24,7 +24,7 @@ from symfonic_otel._version import __version__
 from symfonic_otel.emit.retention_marks import keep_trace, trace_judged
 from symfonic_otel.export import retention
 from symfonic_otel.export.retention_rules import SPAN_OVERHEAD_BYTES
-from tests.support.retention_rig import Judge, Recorder, Rig
+from tests.support.retention_rig import Judge, Recorder, Rig, kept_id
 
 # --- the byte estimate and the bounds ---------------------------------------------------------
 
@@ -57,7 +57,9 @@ def test_the_byte_bound_holds_exactly_its_bytes_and_decides_the_oldest_one_byte_
     first = _open_with_one_span(rig, text="x" * 10)
     second = _open_with_one_span(rig, text="x" * 11)
     assert rig.retention.held_bytes == 2 * one + 1 and rig.retention.decisions == {}
-    third = _open_with_one_span(rig, text="x" * 10)  # past the bound: the oldest goes, only it
+    third = rig.root()  # a root's start adds no bytes: at the bound nothing is decided
+    assert rig.retention.decisions == {} and rig.retention.held_traces == 3
+    rig.child(third, text="x" * 10).end()  # past the bound: the oldest goes, only it
     assert rig.retention.decisions == {("dropped", "capacity"): 1}
     assert rig.retention.held_bytes == 2 * one + 1
     assert rig.retention.held_spans == 2 and rig.retention.held_traces == 2
@@ -66,6 +68,17 @@ def test_the_byte_bound_holds_exactly_its_bytes_and_decides_the_oldest_one_byte_
     for root in (first, second, third):
         root.end()
     assert rig.retention.dropped_spans == {"unsampled": 4, "decided_early": 2}
+
+
+def test_every_trace_decided_at_once_past_the_bound_is_exported_when_kept() -> None:
+    one = SPAN_OVERHEAD_BYTES + 100 + 10
+    rig = Rig(ratio=0.0, max_held_bytes=2 * one)
+    marked = [_open_with_one_span(rig, text="x" * 10) for _ in range(2)]
+    for root in marked:
+        keep_trace(root.get_span_context())
+    _open_with_one_span(rig, text="x" * (10 + 1000))  # both older traces must go
+    assert rig.retention.decisions == {("kept", "capacity"): 2}
+    assert rig.traces() == {root.get_span_context().trace_id: 1 for root in marked}
 
 
 def test_the_span_bound_keeps_a_marked_run_decided_early_and_passes_its_later_spans() -> None:
@@ -124,7 +137,9 @@ def test_no_wait_for_our_own_root_a_judged_one_or_one_its_spans_keep() -> None:
     judged = rig.root(foreign=True)
     judge.awaited.add(judged.get_span_context().trace_id)
     trace_judged(judged.get_span_context().trace_id, False)
+    assert rig.retention.held_traces == 1  # a word before the root ends decides nothing yet
     judged.end()
+    assert rig.retention.held_traces == 0  # and its root then waits for nothing
     unawaited = rig.root(foreign=True)
     unawaited.end()
     assert rig.retention.held_traces == 0
@@ -208,12 +223,14 @@ def _park_in_two_threads(rig: Rig, judge: Judge) -> list[int]:
 
 
 def test_a_flush_from_any_thread_settles_every_parked_root() -> None:
-    rig, judge = Rig(ratio=0.0), Judge()
-    _park_in_two_threads(rig, judge)
-    assert rig.retention.held_traces == 2
+    rig, judge = Rig(ratio=0.5), Judge()
+    rig.ids.queued += [kept_id(), kept_id()]  # healthy runs the ratio keeps
+    parked = _park_in_two_threads(rig, judge)
+    assert rig.retention.held_traces == 2 and rig.traces() == {}
     assert rig.provider.force_flush()
     assert rig.retention.held_traces == 0
-    assert rig.retention.decisions == {("dropped", "ratio"): 2}
+    assert rig.retention.decisions == {("kept", "ratio"): 2}
+    assert rig.traces() == dict.fromkeys(parked, 2)
 
 
 def test_a_root_still_parked_after_another_was_judged_is_settled_after_the_grace(

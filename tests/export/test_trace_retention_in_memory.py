@@ -156,6 +156,7 @@ def test_will_export_answers_for_open_decided_and_marked_traces() -> None:
     kept = rig.run(kept_id())
     assert rig.retention.will_export(dropped) is False
     assert rig.retention.will_export(kept) is True
+    assert rig.retention.will_export(dropped_open_id) is True  # kept for its mark, not the ratio
     assert rig.traces() == {kept_open_id: 1, dropped_open_id: 1, kept: 2}
     assert rig.retention.decisions == {
         ("kept", "ratio"): 2,
