@@ -133,6 +133,7 @@ def test_no_wait_for_our_own_root_a_judged_one_or_one_its_spans_keep() -> None:
     ours = rig.root()
     judge.awaited.add(ours.get_span_context().trace_id)
     ours.end()
+    assert rig.retention.held_traces == 0  # this package's own root shows its outcome
     failing = _foreign_run(rig, judge, **{semconv.RUN_OUTCOME: "error"})
     judged = rig.root(foreign=True)
     judge.awaited.add(judged.get_span_context().trace_id)
