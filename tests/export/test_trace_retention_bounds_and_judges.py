@@ -24,7 +24,7 @@ from symfonic_otel._version import __version__
 from symfonic_otel.emit.retention_marks import keep_trace, trace_judged
 from symfonic_otel.export import retention
 from symfonic_otel.export.retention_rules import SPAN_OVERHEAD_BYTES
-from tests.support.retention_rig import Judge, Recorder, Rig, kept_id
+from tests.support.retention_rig import Judge, Recorder, Rig, dropped_id, kept_id
 
 # --- the byte estimate and the bounds ---------------------------------------------------------
 
@@ -106,7 +106,7 @@ def _foreign_run(rig: Rig, judge: Judge, **attrs: Any) -> int:
     root = rig.root(foreign=True)
     trace_id = root.get_span_context().trace_id
     judge.awaited.add(trace_id)
-    rig.child(root, **attrs).end()
+    rig.child(root, foreign=True, **attrs).end()
     root.end()
     return trace_id
 
@@ -248,6 +248,30 @@ def test_a_root_still_parked_after_another_was_judged_is_settled_after_the_grace
     fresh.end()
 
 
+@pytest.mark.parametrize("then", ["a root starts", "a root ends", "a span passes the bound"])
+def test_a_parked_root_the_ratio_keeps_is_exported_whatever_settles_it(then: str) -> None:
+    one = SPAN_OVERHEAD_BYTES + 100 + 10
+    rig, judge = Rig(ratio=0.5, max_held_bytes=4 * one), Judge()
+    open_run = rig.root(dropped_id())
+    rig.child(open_run, text="x" * 10).end()
+    rig.ids.queued.append(kept_id())
+    parked = _foreign_run(rig, judge, text="x" * 10)
+    assert rig.retention.held_traces == 2 and rig.traces() == {}
+    if then == "a root starts":
+        fresh = rig.root(dropped_id())
+    elif then == "a root ends":
+        fresh = None
+        rig.run(dropped_id(), children=0)
+    else:  # the parked root is settled first, then the open run goes past the byte bound
+        fresh = None
+        rig.child(open_run, text="x" * (4 * one)).end()
+        assert rig.retention.decisions[("dropped", "capacity")] == 1
+    assert rig.traces() == {parked: 2}
+    if fresh is not None:
+        fresh.end()
+    open_run.end()
+
+
 # --- failures never reach the SDK -------------------------------------------------------------
 
 
@@ -270,9 +294,8 @@ def test_a_span_retention_cannot_read_is_passed_on_rather_than_lost() -> None:
     with capture_logs() as logs:
         rig.retention.on_end(odd)
     assert inner.names == ["odd"] and rig.retention.held_spans == 0
-    assert [e["kind"] for e in logs if e["event"] == "symfonic_otel.internal_failure"] == [
-        "trace_retention"
-    ]
+    [line] = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
+    assert line["kind"] == "trace_retention" and line["error_type"] == "AttributeError"
 
 
 # --- counters ---------------------------------------------------------------------------------

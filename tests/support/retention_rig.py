@@ -124,10 +124,11 @@ class Rig:
         assert isinstance(span, Span)
         return span
 
-    def child(self, parent: Span, name: str = "chat", **attrs: Any) -> Span:
-        span = self.ours.start_span(
-            name, context=trace.set_span_in_context(parent), attributes=attrs
-        )
+    def child(
+        self, parent: Span, name: str = "chat", *, foreign: bool = False, **attrs: Any
+    ) -> Span:
+        tracer = self.foreign if foreign else self.ours
+        span = tracer.start_span(name, context=trace.set_span_in_context(parent), attributes=attrs)
         assert isinstance(span, Span)
         return span
 
