@@ -152,6 +152,9 @@ def test_a_batch_that_encodes_but_is_not_delivered_is_counted_whole_and_not_spli
     assert calls.wrap(raising).export(_spans("a", "b")) is SpanExportResult.FAILURE
     [(reason, count, error)] = calls.losses
     assert (reason, count, type(error)) == (semconv.SPAN_DROP_EXPORT_FAILED, 2, ConnectionError)
+
+
+def test_a_raising_exporters_losses_add_up_and_are_logged_with_the_error_type() -> None:
     processor = DropCountingBatchSpanProcessor(_OtlpLike(raises=True))
     provider = _provider(processor)
     with capture_logs() as logs:
@@ -160,6 +163,9 @@ def test_a_batch_that_encodes_but_is_not_delivered_is_counted_whole_and_not_spli
     [line] = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
     assert line["kind"] == "span_export_failed" and line["error_type"] == "ConnectionError"
     assert processor.losses[semconv.SPAN_DROP_EXPORT_FAILED] == 2
+    _fill(provider, 3)
+    processor.force_flush(10_000)
+    assert processor.losses[semconv.SPAN_DROP_EXPORT_FAILED] == 5
     provider.shutdown()
 
 
@@ -176,7 +182,8 @@ def test_shutdown_and_flush_reach_the_wrapped_exporter_with_their_budget() -> No
     calls, otlp, plain = _Calls(), _OtlpLike(), _Failing()
     calls.wrap(otlp).shutdown(timeout_millis=250)
     calls.wrap(plain).shutdown(timeout_millis=250)  # an exporter that takes no budget
-    assert otlp.shutdown_with == [250] and plain.shut == 1
+    calls.wrap(otlp).shutdown()
+    assert otlp.shutdown_with == [250, 30_000] and plain.shut == 1
     assert calls.wrap(otlp).force_flush(1234) is True
     assert calls.wrap(otlp).force_flush(5) is False
     calls.wrap(otlp).force_flush()
