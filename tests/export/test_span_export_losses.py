@@ -327,6 +327,15 @@ def test_without_the_sdks_reading_the_spec_defaults_apply(
     provider.shutdown()
 
 
+def test_spans_leave_after_the_schedule_delay_without_a_flush() -> None:
+    exporter = _Held(blocked=False)
+    processor = DropCountingBatchSpanProcessor(exporter, schedule_delay_millis=10)
+    provider = _provider(processor)
+    _fill(provider, 1)
+    assert exporter.entered.wait(2)  # the SDK's default delay would be 5 s
+    provider.shutdown()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_starts_with_an_empty_queue() -> None:
     exporter = _Held()

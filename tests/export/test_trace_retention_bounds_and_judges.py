@@ -255,22 +255,20 @@ def test_a_parked_root_the_ratio_keeps_is_exported_whatever_settles_it(then: str
     rig, judge = Rig(ratio=0.5, max_held_bytes=4 * one), Judge()
     open_run = rig.root(dropped_id())
     rig.child(open_run, text="x" * 10).end()
+    waiting = rig.root(dropped_id())  # started before the root below was parked
     rig.ids.queued.append(kept_id())
     parked = _foreign_run(rig, judge, text="x" * 10)
-    assert rig.retention.held_traces == 2 and rig.traces() == {}
-    if then == "a root starts":
-        fresh = rig.root(dropped_id())
-    elif then == "a root ends":
-        fresh = None
-        rig.run(dropped_id(), children=0)
-    else:  # the parked root is settled first, then the open run goes past the byte bound
-        fresh = None
+    assert rig.retention.held_traces == 3 and rig.traces() == {}
+    fresh = rig.root(dropped_id()) if then == "a root starts" else None
+    if then == "a root ends":
+        waiting.end()
+    elif then == "a span passes the bound":  # settled first, then the open run goes early
         rig.child(open_run, text="x" * (4 * one)).end()
         assert rig.retention.decisions[("dropped", "capacity")] == 1
     assert rig.traces() == {parked: 2}
-    if fresh is not None:
-        fresh.end()
-    open_run.end()
+    for span in (fresh, waiting, open_run):
+        if span is not None and span.is_recording():
+            span.end()
 
 
 # --- failures never reach the SDK -------------------------------------------------------------
@@ -285,6 +283,7 @@ def test_an_inner_processor_that_raises_costs_only_its_span_and_is_logged_once()
     assert inner.names == ["chat 1", "chat 2", "invoke_agent a", "invoke_agent a"]
     failures = [e for e in logs if e["event"] == "symfonic_otel.internal_failure"]
     assert [e["kind"] for e in failures] == ["trace_retention_export"]
+    assert failures[0]["error_type"] == "RuntimeError"
 
 
 def test_a_span_retention_cannot_read_is_passed_on_rather_than_lost() -> None:

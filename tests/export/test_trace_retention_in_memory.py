@@ -186,8 +186,10 @@ def test_a_mark_on_a_dropped_trace_answers_false_and_counts_one_late_keep() -> N
     assert keep_trace(dropped) is False
     assert keep_trace(dropped) is False  # counted once per trace
     assert rig.retention.late_keeps == 1
+    assert keep_trace(rig.run()) is False  # another trace: counted too
+    assert rig.retention.late_keeps == 2
     assert rig.retention.mark_keep(0x1234) is True  # a trace this processor never saw
-    assert rig.retention.decisions == {("dropped", "ratio"): 1, ("kept", "outcome"): 1}
+    assert rig.retention.decisions == {("dropped", "ratio"): 2, ("kept", "outcome"): 1}
 
 
 def test_a_span_ending_after_its_trace_was_decided_follows_the_decision_and_is_counted() -> None:
