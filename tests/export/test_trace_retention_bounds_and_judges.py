@@ -165,15 +165,17 @@ def test_a_mark_or_a_flush_settles_a_parked_root_at_once() -> None:
 @pytest.mark.parametrize("next_span", ["root start", "end"])
 def test_the_parking_threads_next_root_or_span_end_settles_its_parked_root(next_span: str) -> None:
     rig, judge = Rig(ratio=0.0), Judge()
+    rig.run()  # a trace decided before any root was parked
     other = rig.root()
     trace_id = _foreign_run(rig, judge)
     child = rig.child(other)  # a child's start costs nothing: the parked root still waits
-    assert rig.retention.held_traces == 2 and rig.retention.decisions == {}
+    assert rig.retention.held_traces == 2
+    assert rig.retention.decisions == {("dropped", "ratio"): 1}
     fresh = rig.root() if next_span == "root start" else None
     if fresh is None:
         child.end()
     # In the thread that parked it, the next root start or span end: its dispatch has finished.
-    assert rig.retention.decisions == {("dropped", "ratio"): 1}
+    assert rig.retention.decisions == {("dropped", "ratio"): 2}
     assert not rig.retention.will_export(trace_id) and trace_id not in rig.traces()
     assert rig.retention.held_traces == (2 if fresh else 1)
     for span in (child, fresh, other):
