@@ -348,7 +348,7 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
         if basis != "capacity" and not held.keep:
             basis = "ratio"
         decision = "kept" if keep else "dropped"
-        self._traces[(decision, basis)] = self._traces.get((decision, basis), 0) + 1
+        self._traces[(decision, basis)] += 1  # every pair is counted from zero
         code = _KEPT if keep else (_EARLY if basis == "capacity" else _UNSAMPLED)
         decided = self._decided
         decided[trace_id] = code

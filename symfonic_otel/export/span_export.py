@@ -189,7 +189,7 @@ class DropCountingBatchSpanProcessor(BatchSpanProcessor):
         if not admitted:
             self._failures.report(
                 "span_queue_full",
-                None,
+                None,  # pragma: no mutate: the default, spelled out
                 max_queue_size=self._limit,
                 hint="the collector is slow or down; raise OTEL_BSP_MAX_QUEUE_SIZE or fix export",
             )
@@ -202,13 +202,13 @@ class DropCountingBatchSpanProcessor(BatchSpanProcessor):
 
     def _lost(self, reason: str, count: int, error: BaseException | None) -> None:
         with self._counter_lock:
-            self._losses[reason] = self._losses.get(reason, 0) + count
+            self._losses[reason] += count  # every reason is counted from zero
         self._failures.report(
             f"span_{reason}",
             error,
             spans=count,
             exporter=type(self.exporter).__name__,
-            reason=_LOSS_REASONS.get(reason, reason),
+            reason=_LOSS_REASONS.get(reason, reason),  # pragma: no mutate: every reason has one
         )
 
     def _reset_after_fork(self) -> None:
