@@ -39,12 +39,12 @@ def _warned(record: Any) -> list[str]:
 def test_unknown_exporter_names_beside_known_ones_are_ignored_with_a_warning(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp,zipkin")
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp,zipkin,Console")
     with pytest.warns(TelemetrySettingWarning) as record:
-        assert selected_exporters("OTEL_TRACES_EXPORTER") == frozenset({"otlp"})
+        assert selected_exporters("OTEL_TRACES_EXPORTER") == frozenset({"otlp", "console"})
     assert _warned(record) == [
-        "OTEL_TRACES_EXPORTER='otlp,zipkin' is not a list of 'console', 'none', 'otlp'; "
-        "using otlp (the other names ignored)"
+        "OTEL_TRACES_EXPORTER='otlp,zipkin,Console' is not a list of 'console', 'none', "
+        "'otlp'; using console, otlp (the other names ignored)"
     ]
 
 
