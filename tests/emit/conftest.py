@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -25,3 +26,12 @@ def sdk() -> Iterator[tuple[InMemoryMetricReader, MeterProvider]]:
 def clocked(sdk: tuple[InMemoryMetricReader, MeterProvider]) -> ClockedSdk:
     """The ``sdk`` provider with handlers on a test clock."""
     return ClockedSdk(*sdk)
+
+
+@pytest.fixture
+def switch_often() -> Iterator[None]:
+    """Threads switch every microsecond: a sum or a check outside its lock then goes wrong."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(before)

@@ -4,6 +4,8 @@ in seconds since the epoch."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -29,22 +31,31 @@ def _exemplar_buckets(registry: CollectorRegistry, family: str) -> dict[str, flo
     return found
 
 
-@pytest.mark.parametrize("seconds", [2.56, 2.5600001, 0.01])
-def test_exemplar_on_a_bucket_boundary_sits_on_that_bucket(seconds: float) -> None:
+@contextmanager
+def _scraped_handler() -> Iterator[tuple[OTelCallbackHandler, CollectorRegistry]]:
+    """A handler on SDK providers whose metrics a registry serves as Prometheus would scrape."""
     families = CollectorRegistry(auto_describe=True)
     reader = LatestCollectionReader(families)
     served = CollectorRegistry()
     served.register(ScrapeCollector(families, reader))
     meter_provider = MeterProvider(metric_readers=[reader])
     tracer_provider = TracerProvider()
-    handler = OTelCallbackHandler(tracer_provider=tracer_provider, meter_provider=meter_provider)
     try:
-        handler.agent_start(AgentStartEvent("q", "r"))
-        handler.agent_end(AgentEndEvent("r", "a", seconds * 1000.0, 1))
-        buckets = _exemplar_buckets(served, "gen_ai_invoke_agent_duration_seconds")
+        yield (
+            OTelCallbackHandler(tracer_provider=tracer_provider, meter_provider=meter_provider),
+            served,
+        )
     finally:
         meter_provider.shutdown()
         tracer_provider.shutdown()
+
+
+@pytest.mark.parametrize("seconds", [2.56, 2.5600001, 0.01])
+def test_exemplar_on_a_bucket_boundary_sits_on_that_bucket(seconds: float) -> None:
+    with _scraped_handler() as (handler, served):
+        handler.agent_start(AgentStartEvent("q", "r"))
+        handler.agent_end(AgentEndEvent("r", "a", seconds * 1000.0, 1))
+        buckets = _exemplar_buckets(served, "gen_ai_invoke_agent_duration_seconds")
     # Prometheus buckets are ``le``: a value equal to a bound is counted in that bound's bucket.
     bound = next(b for b in semconv.AGENT_DURATION_BUCKETS if seconds <= b)
     assert buckets == {str(bound): pytest.approx(seconds)}
@@ -52,15 +63,8 @@ def test_exemplar_on_a_bucket_boundary_sits_on_that_bucket(seconds: float) -> No
 
 def test_histogram_exemplar_timestamps_are_seconds_since_the_epoch() -> None:
     """OpenMetrics exemplar timestamps are in seconds: one 1000x off lands in the future."""
-    families = CollectorRegistry(auto_describe=True)
-    reader = LatestCollectionReader(families)
-    served = CollectorRegistry()
-    served.register(ScrapeCollector(families, reader))
-    meter_provider = MeterProvider(metric_readers=[reader])
-    tracer_provider = TracerProvider()
-    handler = OTelCallbackHandler(tracer_provider=tracer_provider, meter_provider=meter_provider)
     before = time.time()
-    try:
+    with _scraped_handler() as (handler, served):
         handler.agent_start(AgentStartEvent("q", "r"))
         handler.agent_end(AgentEndEvent("r", "a", 1500.0, 1))
         stamps = [
@@ -70,9 +74,6 @@ def test_histogram_exemplar_timestamps_are_seconds_since_the_epoch() -> None:
             for sample in metric.samples
             if sample.exemplar is not None
         ]
-    finally:
-        meter_provider.shutdown()
-        tracer_provider.shutdown()
     after = time.time()
     assert len(stamps) == 1
     assert before - 1 <= float(stamps[0]) <= after + 1  # type: ignore[arg-type]

@@ -5,26 +5,14 @@ thread and against the swap at collection), so totals such as ``active_runs`` an
 
 from __future__ import annotations
 
-import sys
 import threading
-from collections.abc import Iterator
 
-import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
 from symfonic_otel.emit.recorder import DeferredRecorder
 
 THREADS, ADDS = 8, 150_000
-
-
-@pytest.fixture
-def switch_often() -> Iterator[None]:
-    # Switch threads every microsecond: a sum updated outside the lock then loses increments.
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(before)
 
 
 def test_a_counter_summed_on_many_threads_while_drained_loses_no_increment(

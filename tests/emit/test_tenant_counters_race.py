@@ -5,11 +5,7 @@ more slots than the cap."""
 
 from __future__ import annotations
 
-import sys
 import threading
-from collections.abc import Iterator
-
-import pytest
 
 from symfonic_otel import semconv
 from symfonic_otel.emit.tenant_counters import TenantCounters
@@ -17,15 +13,6 @@ from symfonic_otel.emit.tenants import ActiveTenants
 
 RUNS = semconv.AGENT_RUNS.name
 THREADS, ADDS, TENANTS = 8, 16_000, 40
-
-
-@pytest.fixture
-def switch_often() -> Iterator[None]:
-    # Switch threads every microsecond: a missing lock then loses increments in every run.
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(before)
 
 
 def test_threads_counting_and_snapshotting_at_once_lose_no_increment(switch_often: None) -> None:
