@@ -148,7 +148,9 @@ class RunLoops:
     __slots__ = (
         "detected",
         "model_calls",
+        "queued",
         "repeated",
+        "reported",
         "runaway",
         "seen",
         "threshold",
@@ -162,6 +164,10 @@ class RunLoops:
         self.model_calls = 0
         self.tool_calls = 0
         self.repeated = 0
+        # The repeats counted in ``repeated_tool_calls`` so far, and whether the run waits for
+        # the next collection to count the rest (``LoopMetrics.report_repeats``).
+        self.reported = 0
+        self.queued = False
         self.detected: str | None = None
         self.seen: dict[int, Iterator[int]] = {}  # signature: its calls' numbering
         self.top: tuple[int, str] = (0, "")  # the most repeated call: (its count, its tool)
@@ -259,7 +265,9 @@ def tool_call(
     loops.repeated += 1
     if count > loops.top[0]:
         loops.top = (count, name)
-    (run.metrics or core.metrics).loops.repeated_tool_calls(run.tenant, 1)
+    if not loops.queued:  # counted in ``repeated_tool_calls`` at the next collection
+        loops.queued = True
+        (run.metrics or core.metrics).loops.repeating(loops, run.tenant)
     if count == loops.threshold:  # exactly one call of a signature is its threshold-th
         found = loops.detect(_REPEATED_TOOL_CALL, name, count)
         if found is not None:
