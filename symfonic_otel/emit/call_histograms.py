@@ -33,6 +33,9 @@ from opentelemetry.sdk.metrics.export import (
     HistogramDataPoint,
     Metric,
     MetricReader,
+    MetricsData,
+    ResourceMetrics,
+    ScopeMetrics,
 )
 
 from symfonic_otel import semconv
@@ -245,3 +248,62 @@ def _metric(
         unit=spec.unit,
         data=Histogram(data_points=points, aggregation_temporality=temporality),
     )
+
+
+def absorb(data: MetricsData | None, ours: list[Metric]) -> tuple[MetricsData | None, list[Metric]]:
+    """Handlers built before their MeterProvider was known record these histograms into the
+    SDK's instruments: where ``data`` (the SDK's collection) holds one of ``ours`` in this
+    package's scope, their points are summed per attribute set into it (one family per name);
+    what remains of ``ours`` is returned for the caller to add."""
+    left = {metric.name: metric for metric in ours}
+    if data is None or not any(
+        metric.name in left
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        if scope.scope.name == semconv.SCOPE_NAME
+        for metric in scope.metrics
+    ):
+        return data, ours
+    resources = []
+    for resource in data.resource_metrics:
+        scopes = []
+        for scope in resource.scope_metrics:
+            metrics = []
+            for metric in scope.metrics:
+                mine = (
+                    left.pop(metric.name, None) if scope.scope.name == semconv.SCOPE_NAME else None
+                )
+                if mine is not None and isinstance(metric.data, Histogram):
+                    points = _summed([*metric.data.data_points, *mine.data.data_points])
+                    data_ = Histogram(points, metric.data.aggregation_temporality)
+                    metric = Metric(metric.name, metric.description, metric.unit, data_)
+                metrics.append(metric)
+            scopes.append(ScopeMetrics(scope.scope, metrics, scope.schema_url))
+        resources.append(ResourceMetrics(resource.resource, scopes, resource.schema_url))
+    return MetricsData(resources), list(left.values())
+
+
+def _summed(points: list[HistogramDataPoint]) -> list[HistogramDataPoint]:
+    by_set: dict[Key, HistogramDataPoint] = {}
+    for point in points:
+        key = frozenset((point.attributes or {}).items())
+        was = by_set.get(key)
+        by_set[key] = (
+            point
+            if was is None
+            else HistogramDataPoint(
+                attributes=was.attributes,
+                start_time_unix_nano=min(was.start_time_unix_nano, point.start_time_unix_nano),
+                time_unix_nano=max(was.time_unix_nano, point.time_unix_nano),
+                count=was.count + point.count,
+                sum=was.sum + point.sum,
+                bucket_counts=tuple(
+                    a + b for a, b in zip(was.bucket_counts, point.bucket_counts, strict=True)
+                ),
+                explicit_bounds=was.explicit_bounds,
+                min=min(was.min, point.min),
+                max=max(was.max, point.max),
+                exemplars=[*was.exemplars, *point.exemplars],
+            )
+        )
+    return list(by_set.values())

@@ -32,7 +32,7 @@ from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricReade
 from opentelemetry.sdk.metrics.view import DefaultAggregation
 from opentelemetry.sdk.resources import Resource
 
-from symfonic_otel.emit.call_histograms import CallHistograms
+from symfonic_otel.emit.call_histograms import CallHistograms, absorb
 from symfonic_otel.emit.tenant_points import SeriesSource, TenantPoints, merge
 from symfonic_otel.logs import get_logger
 
@@ -117,6 +117,7 @@ def install(provider: MeterProvider, hub: Hub) -> bool:
                 if histograms is not None
                 else []
             )
+            data, calls = absorb(data, calls)
             if getattr(reader, RENDERS_TENANT_COUNTERS, False):
                 return merge(data, calls, resource)
             return points.produce(reader, temporality(reader), data, calls)

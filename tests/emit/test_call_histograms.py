@@ -5,6 +5,8 @@ them, and histogram families on the Prometheus exposition."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -277,3 +279,37 @@ def test_the_prometheus_expositions_show_histogram_families() -> None:
                 line.startswith(f"{family}_bucket{{") and 'le="2"' in line and line.endswith(" 0.0")
                 for line in lines
             )
+
+
+_EARLY_AND_LATE = """
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from symfonic_otel import OTelCallbackHandler
+from tests.emit.test_call_histograms import _turn
+
+early = OTelCallbackHandler(tracer_provider=TracerProvider())
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+late = OTelCallbackHandler(tracer_provider=TracerProvider())
+_turn(early, "a")
+_turn(late, "b")
+data = reader.get_metrics_data()
+print([
+    (m.name, [(p.count, p.sum) for p in m.data.data_points])
+    for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics
+    if m.name == "gen_ai.invoke_agent.inference_calls"
+])
+"""
+
+
+def test_a_handler_built_before_its_provider_shares_one_family_with_later_ones() -> None:
+    """The early handler records into the SDK's instruments (no provider was set when it was
+    built), the later one in process: one family, their values summed per set (a process of
+    its own: the global provider is set once)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _EARLY_AND_LATE], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[('gen_ai.invoke_agent.inference_calls', [(2, 6)])]"
