@@ -218,31 +218,6 @@ def test_where_a_view_changes_them_they_stay_sdk_instruments() -> None:
     provider.shutdown()
 
 
-def test_repeated_tool_calls_are_counted_while_the_run_runs(
-    sdk: tuple[InMemoryMetricReader, MeterProvider],
-) -> None:
-    reader, provider = sdk
-    handler = OTelCallbackHandler(meter_provider=provider, tracer_provider=TracerProvider())
-    handler.agent_start(AgentStartEvent("q", "r1"))
-    totals = []
-    for index in range(4):
-        call_id = f"c{index}"
-        handler.tool_call_start(ToolCallStartEvent(call_id, "search", {"q": 1}, run_id="r1"))
-        handler.tool_result(ToolResultEvent(call_id, "search", "ok", run_id="r1"))
-        data = reader.get_metrics_data()
-        totals.append(
-            sum(
-                p.value  # type: ignore[union-attr]
-                for r in data.resource_metrics  # type: ignore[union-attr]
-                for s in r.scope_metrics
-                for m in s.metrics
-                if m.name == semconv.REPEATED_TOOL_CALLS.name
-                for p in m.data.data_points
-            )
-        )
-    assert totals == [0, 1, 2, 3]  # every call past the first, in the next collection
-
-
 def test_the_prometheus_expositions_show_histogram_families() -> None:
     registry = CollectorRegistry()
     provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
