@@ -137,15 +137,18 @@ class CallHistograms:
         with self._lock:
             now = time.time_ns()
             views = list(self._views.values())
-            keys: dict[int, Key] = {}
+            # Each attribute set's key, once per fold: by identity, the set held here so that
+            # its identity is not reused by a set made while this fold runs.
+            keys: dict[int, tuple[Mapping[str, Any], Key]] = {}
             while queue:
                 try:
                     attributes, inference, tools, link = queue.popleft()
                 except IndexError:  # pragma: no cover - another thread folded the last one
                     break
-                key = keys.get(id(attributes))
-                if key is None:
-                    key = keys[id(attributes)] = frozenset(attributes.items())
+                known = keys.get(id(attributes))
+                if known is None:
+                    known = keys[id(attributes)] = (attributes, frozenset(attributes.items()))
+                key = known[1]
                 self._add(0, key, attributes, inference, link, now, views)
                 if tools is not None:
                     self._add(1, key, attributes, tools, link, now, views)
