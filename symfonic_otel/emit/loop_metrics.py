@@ -138,6 +138,7 @@ class LoopMetrics:
     def report_repeats(self) -> None:
         """Count what each queued run repeated since its last report (every collection)."""
         repeats = self._repeats
+        per_tenant: dict[str, int] = {}  # one count per tenant per collection
         with self._report_lock:  # two collections at once: each repeat reported once
             while repeats:
                 try:
@@ -148,7 +149,9 @@ class LoopMetrics:
                 repeated = run.repeated
                 new, run.reported = repeated - run.reported, repeated
                 if new:
-                    self.repeated_tool_calls(tenant, new)
+                    per_tenant[tenant] = per_tenant.get(tenant, 0) + new
+            for tenant, new in per_tenant.items():
+                self.repeated_tool_calls(tenant, new)
 
     def run_calls(
         self,
