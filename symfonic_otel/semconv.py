@@ -86,6 +86,8 @@ NODE_SYNTHESIZE_FALLBACK: Final = "react_synthesize_fallback"
 NODE_FABRICATION_REVISE: Final = "fabrication_revise"
 TENANT_UNKNOWN: Final = "unknown"
 OVERFLOW_VALUE: Final = "__overflow__"
+# The SDK's overflow attribute set: what an instrument records past its cardinality limit.
+METRIC_OVERFLOW: Final = "otel.metric.overflow"
 OTHER_VALUE: Final = "_OTHER"
 BAGGAGE_TENANT_KEY: Final = TENANT_ID
 CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"

@@ -50,6 +50,7 @@ _REPEATED_TOOL_CALL: Final = semconv.LOOP_REPEATED_TOOL_CALL
 _INFERENCE_CALLS: Final = semconv.RUN_INFERENCE_CALLS
 _TOOL_CALLS: Final = semconv.RUN_TOOL_CALLS
 _REPEATED_CALLS: Final = semconv.RUN_REPEATED_TOOL_CALLS
+_LOOP_STOP: Final = semconv.STOP_REASON_LOOP_DETECTED
 _numbering: Final = itertools.count
 
 
@@ -74,6 +75,8 @@ def limits(loop_threshold: object, runaway_calls: object) -> LoopLimits:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     assert isinstance(loop_threshold, int) and isinstance(runaway_calls, int)
+    if (loop_threshold, runaway_calls) == (DEFAULT_LIMITS.threshold, DEFAULT_LIMITS.runaway):
+        return DEFAULT_LIMITS
     return LoopLimits(loop_threshold, runaway_calls)
 
 
@@ -143,28 +146,29 @@ class RunLoops:
     number and exactly one gets ``threshold``); a new signature's counter, starting at 2 (the
     call that puts it in is number 1), is put in the table by ``setdefault`` (one C call:
     racing threads share the first one put). Only the detection, once per run, takes the
-    lock."""
+    lock.
 
-    __slots__ = (
-        "detected",
-        "model_calls",
-        "repeated",
-        "runaway",
-        "seen",
-        "threshold",
-        "tool_calls",
-        "top",
-    )
+    Every count and flag starts as the class's value and becomes the run's own at its first
+    write, so a run's state is built with one dict (its signatures), and its limits only where
+    they are not the defaults (no ``__slots__``: a slot has no class default)."""
+
+    threshold: int = DEFAULT_LOOP_THRESHOLD
+    runaway: int = DEFAULT_RUNAWAY_CALLS
+    model_calls = 0
+    tool_calls = 0
+    repeated = 0
+    # The repeats counted in ``repeated_tool_calls`` so far, and whether the run waits for the
+    # next collection to count the rest (``LoopMetrics.report_repeats``).
+    reported = 0
+    queued = False
+    detected: str | None = None
+    top: tuple[int, str] = (0, "")  # the most repeated call: (its count, its tool)
 
     def __init__(self, limits: LoopLimits = DEFAULT_LIMITS) -> None:
-        self.threshold = limits.threshold
-        self.runaway = limits.runaway
-        self.model_calls = 0
-        self.tool_calls = 0
-        self.repeated = 0
-        self.detected: str | None = None
         self.seen: dict[int, Iterator[int]] = {}  # signature: its calls' numbering
-        self.top: tuple[int, str] = (0, "")  # the most repeated call: (its count, its tool)
+        if limits is not DEFAULT_LIMITS:  # ``limits`` gives the defaults as this very object
+            self.threshold = limits.threshold
+            self.runaway = limits.runaway
 
     def detect(self, kind: str, tool: str, count: int) -> Detection | None:
         """The run's detection, once per run (the first of racing threads wins)."""
@@ -259,7 +263,9 @@ def tool_call(
     loops.repeated += 1
     if count > loops.top[0]:
         loops.top = (count, name)
-    (run.metrics or core.metrics).loops.repeated_tool_calls(run.tenant, 1)
+    if not loops.queued:  # counted in ``repeated_tool_calls`` at the next collection
+        loops.queued = True
+        (run.metrics or core.metrics).loops.repeating(loops, run.tenant)
     if count == loops.threshold:  # exactly one call of a signature is its threshold-th
         found = loops.detect(_REPEATED_TOOL_CALL, name, count)
         if found is not None:
@@ -297,7 +303,7 @@ def run_ended(
     its framework stopped on its own loop guard (the reference loop's ``loop_detected``) is a
     looping run, detected now if not before."""
     loops = run.loops
-    if stop_reason == semconv.STOP_REASON_LOOP_DETECTED:
+    if stop_reason == _LOOP_STOP:
         found = loops.framework_loop()
         if found is not None:
             _detected(core, run, found, None)

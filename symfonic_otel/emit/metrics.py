@@ -31,6 +31,7 @@ from symfonic_otel.emit.budget import (
     DetailPool,
     histograms_per_tenant,
 )
+from symfonic_otel.emit.call_histograms import CallHistograms
 from symfonic_otel.emit.instruments import Instruments
 from symfonic_otel.emit.labels import BoundedLabels
 from symfonic_otel.emit.loop_metrics import LoopMetrics
@@ -86,10 +87,13 @@ class MetricEmitter:
         self.counters = TenantCounters(self.tenants, TENANT_DETAIL_SETS)
         # Per-tenant counters: this package's own totals, reported to the provider's readers.
         self._count: Callable[..., None] = self.counters.add
+        # The call histograms, where the provider's reader hook serves them (else SDK ones).
+        self.call_histograms: CallHistograms | None = None
         if sdk_disabled():  # the SDK's off switch turns these off too: no reader sees them
             self._count = _count_nothing
         else:
-            tenant_hub.register(self.counters, meter, meter_provider)
+            hub = tenant_hub.register(self.counters, meter, meter_provider)
+            self.call_histograms = hub.call_histograms
         # Once this emitter (its handler) is gone, its totals are reported for one idle time.
         weakref.finalize(self, self.counters.orphan)
         self.tenant_histograms = histograms_per_tenant(tenant_histograms)

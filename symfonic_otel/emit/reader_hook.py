@@ -5,8 +5,11 @@ instruments; the Python SDK (through 1.45) has none (opentelemetry-python #4768)
 this module wraps the collect callback the MeterProvider gives each of its readers (the
 measurement consumer's ``collect``, set through ``MetricReader._set_collect_callback``), so that
 every collection, by any reader (periodic OTLP, the SDK's Prometheus reader, an in-memory
-reader), returns the SDK's metrics plus the per-tenant counters. Readers added later get the
-wrapped callback too, since the consumer's attribute is replaced.
+reader), returns the SDK's metrics plus the per-tenant counters and the run's two call
+histograms (``call_histograms``). Readers added later get the wrapped callback too, since the
+consumer's attribute is replaced. The call histograms are produced here only where no view
+changes them (a view may rename, re-bucket, drop or filter an instrument, and every reader
+aggregates them by default); elsewhere they stay SDK instruments.
 
 ``install`` checks that each private name is there before touching anything and reports
 whether it succeeded; the caller falls back to observable counters when it did not. Once the
@@ -14,19 +17,23 @@ SDK has a producer, ``TenantPoints.produce`` plugs in as one and this module goe
 
 Private names used: ``MeterProvider._measurement_consumer`` (its ``collect`` and
 ``_reader_storages``), ``MeterProvider._sdk_config.resource``,
-``MetricReader._set_collect_callback`` and ``MetricReader._instrument_class_temporality``.
+``MetricReader._set_collect_callback``, ``MetricReader._instrument_class_temporality`` and
+``_instrument_class_aggregation``, ``MeterProvider._sdk_config.views`` and ``exemplar_filter``
+(a view's ``_name``, ``_description``, ``_attribute_keys``, ``_aggregation``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from opentelemetry.sdk.metrics import Counter
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, Counter, Histogram
 from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricReader, MetricsData
+from opentelemetry.sdk.metrics.view import DefaultAggregation
 from opentelemetry.sdk.resources import Resource
 
-from symfonic_otel.emit.tenant_points import SeriesSource, TenantPoints
+from symfonic_otel.emit.call_histograms import CallHistograms, absorb
+from symfonic_otel.emit.tenant_points import SeriesSource, TenantPoints, merge
 from symfonic_otel.logs import get_logger
 
 if TYPE_CHECKING:
@@ -50,22 +57,70 @@ def available(provider: MeterProvider) -> bool:
     )
 
 
-def install(provider: MeterProvider, hub: SeriesSource) -> bool:
-    """Make every reader of ``provider`` collect ``hub``'s counters too; False if it cannot."""
+def plain_histograms(provider: MeterProvider) -> bool:
+    """Whether every reader of ``provider`` aggregates a histogram as the SDK does by default
+    (no view renames, re-buckets, filters or drops one; no reader asks for another aggregation)."""
+    config: Any = getattr(provider, "_sdk_config", None)
+    for view in getattr(config, "views", None) or ():
+        if any(getattr(view, name, None) is not None for name in _VIEW_CHANGES) or not isinstance(
+            getattr(view, "_aggregation", None), DefaultAggregation
+        ):
+            return False
+    consumer: Any = getattr(provider, "_measurement_consumer", None)
+    for reader in getattr(consumer, "_reader_storages", None) or ():
+        chosen = getattr(reader, "_instrument_class_aggregation", None)
+        if not isinstance(chosen, Mapping) or not isinstance(
+            chosen.get(Histogram, DefaultAggregation()), DefaultAggregation
+        ):
+            return False
+    return True
+
+
+_VIEW_CHANGES = ("_name", "_description", "_attribute_keys")
+
+
+class Hub(SeriesSource, Protocol):
+    """What the hook serves: the per-tenant counters, and where it puts the call histograms."""
+
+    call_histograms: CallHistograms | None
+
+
+def install(provider: MeterProvider, hub: Hub) -> bool:
+    """Make every reader of ``provider`` collect ``hub``'s counters too; False if it cannot.
+
+    Where they can be produced here, ``hub.call_histograms`` is set: the handlers of this
+    provider record their call histograms there rather than into the SDK."""
     if not available(provider):
         return False
     consumer: Any = provider._measurement_consumer
     original: Collect = consumer.collect
     resource: Resource = provider._sdk_config.resource
     points = TenantPoints(hub, resource)
+    histograms: CallHistograms | None = None
+    if plain_histograms(provider):
+        histograms = CallHistograms(
+            exemplars=not isinstance(
+                getattr(provider._sdk_config, "exemplar_filter", None), AlwaysOffExemplarFilter
+            ),
+            trace_filter=lambda: getattr(hub, "trace_filter", None),
+        )
+        for reader in list(consumer._reader_storages):
+            histograms.add_reader(reader, temporality(reader, Histogram))
+    hub.call_histograms = histograms
     failures = [0]
 
     def collect(reader: MetricReader, timeout_millis: float = 10_000) -> MetricsData | None:
         data = original(reader, timeout_millis=timeout_millis)
-        if getattr(reader, RENDERS_TENANT_COUNTERS, False):
-            return data
         try:
-            return points.produce(reader, temporality(reader), data)
+            calls = (
+                histograms.metrics(reader, temporality(reader, Histogram))
+                if histograms is not None
+                else []
+            )
+            data, calls = absorb(data, calls)
+            if getattr(reader, RENDERS_TENANT_COUNTERS, False):
+                return merge(data, calls, resource)
+            return points.produce(reader, temporality(reader), data, calls)
         except Exception as exc:  # the SDK's own metrics are never lost to ours
             failures[0] += 1
             if failures[0] == 1:
@@ -80,11 +135,12 @@ def install(provider: MeterProvider, hub: SeriesSource) -> bool:
     return True
 
 
-def temporality(reader: MetricReader) -> AggregationTemporality:
-    """What the reader asks of a synchronous counter (the per-tenant counters' semantics)."""
+def temporality(reader: MetricReader, instrument: type = Counter) -> AggregationTemporality:
+    """What the reader asks of a synchronous ``instrument`` (a counter: the per-tenant
+    counters' semantics; a histogram: the call histograms')."""
     preferred = getattr(reader, "_instrument_class_temporality", None)
     if isinstance(preferred, Mapping):
         for kind, value in preferred.items():
-            if isinstance(kind, type) and issubclass(kind, Counter):
+            if isinstance(kind, type) and issubclass(kind, instrument):
                 return value  # type: ignore[no-any-return]
     return AggregationTemporality.CUMULATIVE

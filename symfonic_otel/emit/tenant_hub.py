@@ -25,6 +25,7 @@ from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from symfonic_otel import semconv
 from symfonic_otel._version import __version__
 from symfonic_otel.emit import reader_hook
+from symfonic_otel.emit.call_histograms import CallHistograms
 from symfonic_otel.emit.recorder import recorder_for
 from symfonic_otel.emit.tenant_counters import TENANT_COUNTERS, Series, TenantCounters
 from symfonic_otel.logs import get_logger
@@ -60,6 +61,8 @@ class TenantHub:
         self.fallback = False  # reported through observable counters instead
         # Whether an exemplar may name a trace id (``export.trace_exemplars``); None: any.
         self.trace_filter: Callable[[int], bool] | None = None
+        # The run's call histograms, where the reader hook produces them (else SDK instruments).
+        self.call_histograms: CallHistograms | None = None
         # Once several stores reported here, every collection merges (``_merge``), even when one
         # is left: the carry of the others' counts must stay in the sums.
         self._merging = False  # pragma: no mutate: merging one store serves the same points
@@ -226,10 +229,13 @@ def adopt_pending() -> None:
     _pending.adopt()
 
 
-def register(store: TenantCounters, meter: Meter, provider: MeterProvider | None) -> None:
-    """Report ``store``'s totals to every reader of ``provider`` (the global one if None)."""
+def register(store: TenantCounters, meter: Meter, provider: MeterProvider | None) -> TenantHub:
+    """Report ``store``'s totals to every reader of ``provider`` (the global one if None);
+    the hub they go to (the pending one while no global provider is set)."""
     target = provider if provider is not None else metrics.get_meter_provider()
     if isinstance(target, SdkMeterProvider) or provider is not None:
-        hub_for(target).add_store(store)
-        return
+        hub = hub_for(target)
+        hub.add_store(store)
+        return hub
     _pending.wait_for_global(store, meter)
+    return _pending

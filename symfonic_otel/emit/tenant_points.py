@@ -75,8 +75,10 @@ class TenantPoints:
         reader: MetricReader,
         temporality: AggregationTemporality,
         data: MetricsData | None,
+        also: list[Metric] | None = None,
     ) -> MetricsData | None:
-        """``data`` (the SDK's collection) with the per-tenant counters in this package's scope."""
+        """``data`` (the SDK's collection) with the per-tenant counters in this package's scope
+        (and ``also``, other metrics of this package produced for this collection)."""
         now = time.time_ns()
         if temporality is _DELTA:
             with self._lock:
@@ -93,7 +95,7 @@ class TenantPoints:
                 )
                 for spec, series in self._hub.families()
             ]
-        return merge(data, [m for m in ours if m.data.data_points], self._resource)
+        return merge(data, [m for m in ours if m.data.data_points] + (also or []), self._resource)
 
     def _deltas(self, state: _DeltaState, now: int) -> list[Metric]:
         metrics: list[Metric] = []

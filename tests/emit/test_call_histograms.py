@@ -1,0 +1,290 @@
+"""The run's two call histograms, aggregated in process and served by the reader hook: the same
+points a real SDK histogram gives for the same values, per reader (cumulative and true deltas),
+exemplars where a link is given, exact under threads, the SDK path where the hook cannot serve
+them, and histogram families on the Prometheus exposition."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import Histogram, MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    HistogramDataPoint,
+    InMemoryMetricReader,
+    MetricsData,
+)
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CollectorRegistry, generate_latest
+
+from symfonic_otel import OTelCallbackHandler, semconv
+from symfonic_otel.emit import tenant_hub
+from symfonic_otel.emit.budget import cardinality_view
+from symfonic_otel.emit.call_histograms import CallHistograms
+from symfonic_otel.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    LLMEndEvent,
+    ToolCallStartEvent,
+    ToolResultEvent,
+)
+from symfonic_otel.export.setup import configure_telemetry
+
+CALLS = semconv.INVOKE_AGENT_INFERENCE_CALLS
+TOOLS = semconv.INVOKE_AGENT_TOOL_CALLS
+VALUES = (0, 1, 2, 3, 5, 8, 9, 64, 128, 129, 1000)
+SETS = ({"gen_ai.agent.name": "a", "symfonic.run.outcome": "completed"}, {"gen_ai.agent.name": "b"})
+
+
+def _points(data: MetricsData | None, name: str) -> list[HistogramDataPoint]:
+    found: list[HistogramDataPoint] = []
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == name:
+                    found.extend(metric.data.data_points)  # type: ignore[arg-type]
+    return found
+
+
+def _shape(point: HistogramDataPoint) -> tuple[Any, ...]:
+    return (
+        dict(point.attributes or {}),
+        point.count,
+        point.sum,
+        tuple(point.bucket_counts),
+        tuple(point.explicit_bounds),
+        point.min,
+        point.max,
+    )
+
+
+@pytest.fixture
+def two_readers() -> Iterator[tuple[InMemoryMetricReader, InMemoryMetricReader, CallHistograms]]:
+    """A provider with a cumulative and a delta reader, and its in-process call histograms."""
+    cumulative = InMemoryMetricReader()
+    delta = InMemoryMetricReader(preferred_temporality={Histogram: AggregationTemporality.DELTA})
+    provider = MeterProvider(metric_readers=[cumulative, delta], views=[cardinality_view()])
+    histograms = tenant_hub.hub_for(provider).call_histograms
+    assert histograms is not None
+    yield cumulative, delta, histograms
+    provider.shutdown()
+
+
+def test_points_equal_a_real_sdk_histogram_fed_the_same_values(
+    two_readers: tuple[InMemoryMetricReader, InMemoryMetricReader, CallHistograms],
+) -> None:
+    cumulative, _, histograms = two_readers
+    reference_reader = InMemoryMetricReader()
+    reference = MeterProvider(metric_readers=[reference_reader])
+    meter = reference.get_meter("reference")
+    sdk_calls, sdk_tools = (
+        meter.create_histogram(
+            spec.name, unit=spec.unit, explicit_bucket_boundaries_advisory=list(spec.buckets)
+        )
+        for spec in (CALLS, TOOLS)
+    )
+    for index, value in enumerate(VALUES):
+        attributes = SETS[index % 2]
+        histograms.record(attributes, value, value * 2)
+        sdk_calls.record(value, attributes)
+        sdk_tools.record(value * 2, attributes)
+    histograms.record(SETS[0], 7, None)  # tool calls not known: model calls only
+    sdk_calls.record(7, SETS[0])
+    ours, theirs = cumulative.get_metrics_data(), reference_reader.get_metrics_data()
+    for spec in (CALLS, TOOLS):
+        expected = sorted(map(_shape, _points(theirs, spec.name)), key=repr)
+        assert sorted(map(_shape, _points(ours, spec.name)), key=repr) == expected
+        assert len(expected) == 2
+    metric = next(
+        m
+        for r in ours.resource_metrics  # type: ignore[union-attr]
+        for s in r.scope_metrics
+        for m in s.metrics
+        if m.name == CALLS.name
+    )
+    assert (metric.unit, metric.description) == (CALLS.unit, CALLS.description)
+    reference.shutdown()
+
+
+def test_each_reader_gets_its_own_cumulative_or_delta_points(
+    two_readers: tuple[InMemoryMetricReader, InMemoryMetricReader, CallHistograms],
+) -> None:
+    cumulative, delta, histograms = two_readers
+    histograms.record(SETS[0], 3, 1)
+    histograms.record(SETS[0], 5, 2)
+    first = _points(delta.get_metrics_data(), CALLS.name)
+    assert [(p.count, p.sum) for p in first] == [(2, 8)]
+    assert _points(delta.get_metrics_data(), CALLS.name) == []  # nothing new: no delta point
+    histograms.record(SETS[0], 2, 0)
+    second = _points(delta.get_metrics_data(), CALLS.name)
+    assert [(p.count, p.sum, p.min, p.max) for p in second] == [(1, 2, 2, 2)]
+    # The start advances to the previous collection (the empty one, after the first).
+    assert second[0].start_time_unix_nano > first[0].time_unix_nano
+    totals = _points(cumulative.get_metrics_data(), CALLS.name)  # the delta reader took nothing
+    assert [(p.count, p.sum, p.min, p.max) for p in totals] == [(3, 10, 2, 5)]
+    again = _points(cumulative.get_metrics_data(), CALLS.name)
+    assert [(p.count, p.start_time_unix_nano) for p in again] == [
+        (3, totals[0].start_time_unix_nano)
+    ]
+
+
+def test_a_linked_value_is_its_bucket_s_exemplar_once_per_reader(
+    two_readers: tuple[InMemoryMetricReader, InMemoryMetricReader, CallHistograms],
+) -> None:
+    cumulative, delta, histograms = two_readers
+    histograms.record(SETS[0], 3, 1, (0xABC, 0x12))
+    histograms.record(SETS[0], 100, 1)  # no link: no exemplar
+    for reader in (cumulative, delta):
+        (point,) = _points(reader.get_metrics_data(), CALLS.name)
+        assert [(e.trace_id, e.span_id, e.value) for e in point.exemplars] == [(0xABC, 0x12, 3)]
+    (point,) = _points(cumulative.get_metrics_data(), CALLS.name)
+    assert point.exemplars == []  # as the SDK: an exemplar is served by the next collection
+
+
+def test_threads_recording_while_readers_collect_lose_nothing(
+    two_readers: tuple[InMemoryMetricReader, InMemoryMetricReader, CallHistograms],
+    switch_often: None,
+) -> None:
+    cumulative, delta, histograms = two_readers
+    threads, runs = 4, 2_000
+    done = threading.Event()
+    seen = [0]
+
+    def collect() -> None:
+        while not done.is_set():
+            seen[0] += sum(p.count for p in _points(delta.get_metrics_data(), CALLS.name))
+
+    def record() -> None:
+        for _ in range(runs):
+            histograms.record(SETS[0], 1, 1)
+
+    collector = threading.Thread(target=collect)
+    collector.start()
+    workers = [threading.Thread(target=record) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    done.set()
+    collector.join()
+    seen[0] += sum(p.count for p in _points(delta.get_metrics_data(), CALLS.name))
+    assert seen[0] == threads * runs
+    (point,) = _points(cumulative.get_metrics_data(), CALLS.name)
+    assert (point.count, point.sum) == (threads * runs, threads * runs)
+
+
+def test_a_full_queue_is_folded_by_the_recording_thread() -> None:
+    histograms = CallHistograms(queue_cap=4, max_sets=2)
+    reader = InMemoryMetricReader()
+    histograms.add_reader(reader, AggregationTemporality.CUMULATIVE)
+    for index in range(10):
+        histograms.record({"n": index % 3}, 1, None)
+        assert len(histograms._queue) <= 4
+    points = histograms.metrics(reader, AggregationTemporality.CUMULATIVE)[0].data.data_points
+    by_set = {tuple(sorted(p.attributes.items())): p.count for p in points}  # type: ignore[union-attr]
+    assert by_set == {(("n", 0),): 4, (("n", 1),): 3, ((semconv.METRIC_OVERFLOW, True),): 3}
+
+
+def _turn(handler: OTelCallbackHandler, run_id: str) -> None:
+    handler.agent_start(AgentStartEvent("q", run_id))
+    for index in range(3):
+        handler.llm_end(LLMEndEvent("gpt-4o", "x", {}, run_id=run_id, node_name="react"))
+        call_id = f"{run_id}-{index}"
+        handler.tool_call_start(ToolCallStartEvent(call_id, "search", {"q": 1}, run_id=run_id))
+        handler.tool_result(ToolResultEvent(call_id, "search", "ok", run_id=run_id))
+    handler.agent_end(AgentEndEvent(run_id, "an answer", 10.0, 3))
+
+
+def test_where_a_view_changes_them_they_stay_sdk_instruments() -> None:
+    reader = InMemoryMetricReader()
+    view = View(instrument_name=TOOLS.name, aggregation=ExplicitBucketHistogramAggregation((1, 10)))
+    provider = MeterProvider(metric_readers=[reader], views=[view])
+    handler = OTelCallbackHandler(meter_provider=provider, tracer_provider=TracerProvider())
+    assert tenant_hub.hub_for(provider).call_histograms is None
+    _turn(handler, "r1")
+    data = reader.get_metrics_data()
+    (tools,) = _points(data, TOOLS.name)
+    assert (tools.count, tools.sum, tuple(tools.explicit_bounds)) == (1, 3, (1, 10))
+    (calls,) = _points(data, CALLS.name)
+    assert (calls.count, calls.sum, tuple(calls.explicit_bounds)) == (1, 3, CALLS.buckets)
+    provider.shutdown()
+
+
+def test_the_prometheus_expositions_show_histogram_families() -> None:
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    handler = OTelCallbackHandler(meter_provider=provider, tracer_provider=TracerProvider())
+    _turn(handler, "r1")
+    text = generate_latest(registry).decode()
+    provider.shutdown()
+    telemetry = configure_telemetry(set_global=False, otlp=False, prometheus_port=0)
+    try:
+        handler = OTelCallbackHandler(
+            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+        )
+        _turn(handler, "r2")
+        url = f"http://127.0.0.1:{telemetry.prometheus_port}/metrics"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            served = response.read().decode()
+    finally:
+        telemetry.shutdown(timeout_millis=5_000)
+    for exposition in (text, served):
+        lines = exposition.splitlines()
+        for family in ("gen_ai_invoke_agent_inference_calls", "gen_ai_invoke_agent_tool_calls"):
+            assert f"# TYPE {family} histogram" in lines
+            assert any(
+                line.startswith(f"{family}_count{{") and line.endswith(" 1.0") for line in lines
+            )
+            assert any(
+                line.startswith(f"{family}_sum{{") and line.endswith(" 3.0") for line in lines
+            )
+            assert any(
+                line.startswith(f"{family}_bucket{{") and 'le="4"' in line and line.endswith(" 1.0")
+                for line in lines
+            )
+            assert any(
+                line.startswith(f"{family}_bucket{{") and 'le="2"' in line and line.endswith(" 0.0")
+                for line in lines
+            )
+
+
+_EARLY_AND_LATE = """
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from symfonic_otel import OTelCallbackHandler
+from tests.emit.test_call_histograms import _turn
+
+early = OTelCallbackHandler(tracer_provider=TracerProvider())
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+late = OTelCallbackHandler(tracer_provider=TracerProvider())
+_turn(early, "a")
+_turn(late, "b")
+data = reader.get_metrics_data()
+print([
+    (m.name, [(p.count, p.sum) for p in m.data.data_points])
+    for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics
+    if m.name == "gen_ai.invoke_agent.inference_calls"
+])
+"""
+
+
+def test_a_handler_built_before_its_provider_shares_one_family_with_later_ones() -> None:
+    """The early handler records into the SDK's instruments (no provider was set when it was
+    built), the later one in process: one family, their values summed per set (a process of
+    its own: the global provider is set once)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _EARLY_AND_LATE], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[('gen_ai.invoke_agent.inference_calls', [(2, 6)])]"
