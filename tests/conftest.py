@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from collections.abc import Iterator
@@ -12,6 +13,8 @@ from symfonic_otel.langchain import LangChainCallbackHandler
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.langchain_support import DetachErrors
 from tests.support.live_marking import LIVE_MODULES, LIVE_TESTS, is_live
+
+gc.disable()  # until the tests run (pytest_runtestloop): importing makes no garbage to find
 
 
 @pytest.fixture
@@ -65,6 +68,17 @@ def lc(
     yield handler
     assert handler.tracked_runs == 0, "adapter kept state for an ended run"
     assert handler.tracked_calls == 0, "adapter kept state for ended child runs"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Collection is done: everything imported so far lives for the whole run. Frozen, the
+    garbage collector stops walking it at each full pass (a fifth less CPU in the in-process
+    tests); objects a test makes are collected as before. It was off while the test modules
+    were imported (their objects are not garbage): a fifth of the collection time."""
+    gc.collect()
+    gc.freeze()
+    gc.enable()
 
 
 # --- the fast lane: `pytest -m "not live"` (tests/support/live_marking.py says what is live)

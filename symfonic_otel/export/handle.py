@@ -208,7 +208,7 @@ class Telemetry:
         if server is None:
             return
         try:
-            server.shutdown()  # stops serve_forever (polls every 0.5 s)
+            server.shutdown()  # stops serve_forever (within its 0.05 s poll)
             server.server_close()  # frees the port
             if thread is not None:
                 thread.join(timeout=1.0)

@@ -49,6 +49,10 @@ __all__ = [
 ]
 
 _EOF: Final = b"# EOF\n"
+# How often the server's loop checks for shutdown: ``shutdown()`` waits up to one interval (the
+# standard library's 0.5 s would be added to every ``Telemetry.shutdown()``, the SIGTERM budget's
+# included); 20 wake-ups a second cost nothing measurable.
+_SHUTDOWN_POLL_S: Final = 0.05
 
 
 class LatestCollectionReader(ExemplarReader):
@@ -216,7 +220,10 @@ def start_prometheus(
             f"{exc.strerror or exc} ({bind_hint(exc)})",
         ) from exc
     thread = threading.Thread(
-        target=server.serve_forever, name="symfonic-otel-prometheus", daemon=True
+        target=server.serve_forever,
+        kwargs={"poll_interval": _SHUTDOWN_POLL_S},
+        name="symfonic-otel-prometheus",
+        daemon=True,
     )
     thread.start()
     return reader, endpoint, server, thread

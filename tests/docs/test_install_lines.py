@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Mapping
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -139,6 +141,22 @@ def _name(text: str) -> str:
     return re.sub(r"[-_.]+", "-", text).lower()
 
 
+@cache
+def _requires(distribution: str) -> list[str] | None:
+    """A distribution's requirements (None: not installed here), read once per run: every
+    example's closure walks the same few hundred distributions."""
+    try:
+        return metadata.requires(distribution) or []
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@cache
+def _providers() -> Mapping[str, list[str]]:
+    """Which distributions provide each top-level module, from one scan of the environment."""
+    return metadata.packages_distributions()
+
+
 def installed_by(extra: str | None, extra_packages: tuple[str, ...] = ()) -> set[str]:
     """Distribution names a pip install of the package (with ``extra``) brings in."""
     wanted = [Requirement(r) for r in PROJECT["dependencies"]]
@@ -152,9 +170,8 @@ def installed_by(extra: str | None, extra_packages: tuple[str, ...] = ()) -> set
         if name in seen:
             continue
         seen.add(name)
-        try:
-            requires = metadata.requires(requirement.name) or []
-        except metadata.PackageNotFoundError:
+        requires = _requires(requirement.name)
+        if requires is None:
             continue  # named but not installed here: its own requirements are not followed
         for text in requires:
             sub = Requirement(text)
@@ -174,7 +191,7 @@ def missing_imports(example: str, available: set[str]) -> list[str]:
         for alias in node.names
         if isinstance(node, ast.Import) or node.module
     }
-    providers = metadata.packages_distributions()
+    providers = _providers()
     missing = []
     for module in sorted(modules - set(sys.stdlib_module_names) - {"__future__", "symfonic_otel"}):
         if not {_name(d) for d in providers.get(module, [])} & available:

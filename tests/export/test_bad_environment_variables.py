@@ -19,6 +19,7 @@ from symfonic_otel.environment import TelemetrySettingWarning, read_number
 from symfonic_otel.export.handle import Telemetry
 from symfonic_otel.export.retention_rules import ratio_from_env
 from symfonic_otel.export.sdk_settings import SDK_SETTINGS
+from tests.support.otlp_receiver import CLEANUP_MS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +102,7 @@ def test_a_bad_variable_warns_once_naming_it_and_the_default_is_used(
         assert default_used(telemetry)
         assert os.environ[variable] == value  # the application's environment is unchanged
     finally:
-        telemetry.shutdown(timeout_millis=200)
+        telemetry.shutdown(timeout_millis=CLEANUP_MS)
 
 
 def test_every_sdk_variable_the_setup_guards_is_covered_here() -> None:
@@ -123,7 +124,7 @@ def test_a_good_value_is_not_warned_about_and_is_used(monkeypatch: pytest.Monkey
         assert "http" in type(exporter).__module__
         assert exporter._client._timeout == 3.5  # type: ignore[attr-defined]
     finally:
-        telemetry.shutdown(timeout_millis=200)
+        telemetry.shutdown(timeout_millis=CLEANUP_MS)
 
 
 def test_an_unused_variable_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,7 +133,7 @@ def test_an_unused_variable_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "abc")
     with warnings.catch_warnings():
         warnings.simplefilter("error", TelemetrySettingWarning)
-        configure_telemetry(set_global=False, otlp=False).shutdown(timeout_millis=200)
+        configure_telemetry(set_global=False, otlp=False).shutdown(timeout_millis=CLEANUP_MS)
 
 
 @pytest.mark.parametrize("value", ["yes", "1", "on"])

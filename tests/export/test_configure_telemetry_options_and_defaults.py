@@ -42,7 +42,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from symfonic_otel.export.exporters import DEFAULT_OTLP_METRIC_BATCH
 from symfonic_otel.export.handle import Telemetry
 from symfonic_otel.export.setup import configure_telemetry
-from tests.support.otlp_receiver import refused_endpoint
+from tests.support.otlp_receiver import CLEANUP_MS, refused_endpoint
 
 pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
@@ -62,7 +62,7 @@ def configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
     yield configure
     for telemetry in made:
-        telemetry.shutdown(timeout_millis=100)
+        telemetry.shutdown(timeout_millis=CLEANUP_MS)
 
 
 def _metric_exporter(telemetry: Telemetry) -> Any:

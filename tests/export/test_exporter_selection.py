@@ -21,7 +21,7 @@ from structlog.testing import capture_logs
 
 from symfonic_otel.export.handle import explain_metrics_shutdown
 from symfonic_otel.export.setup import configure_telemetry
-from tests.support.otlp_receiver import refused_endpoint
+from tests.support.otlp_receiver import CLEANUP_MS, refused_endpoint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "prometheus_only.py"
 
@@ -33,7 +33,7 @@ def _configured(**kwargs: Any) -> dict[str, Any]:
     """The ``telemetry_configured`` line of a real configuration (shut down right after)."""
     kwargs.setdefault("set_global", False)
     with capture_logs() as logs:
-        configure_telemetry(**kwargs).shutdown(timeout_millis=100)
+        configure_telemetry(**kwargs).shutdown(timeout_millis=CLEANUP_MS)
     return next(e for e in logs if e["event"] == "symfonic_otel.telemetry_configured")
 
 
@@ -145,7 +145,7 @@ def test_the_otlp_argument_wins_over_everything(
 def test_a_span_export_failure_says_what_failed_and_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", refused_endpoint())
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "0.2")  # gives up after one refusal
     with capture_logs() as logs:
         telemetry = configure_telemetry(set_global=False, metric_readers=(), otlp=True)
         with telemetry.tracer_provider.get_tracer("t").start_as_current_span("work"):

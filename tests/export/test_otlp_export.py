@@ -30,6 +30,7 @@ from symfonic_otel.export.setup import Telemetry, configure_telemetry
 from symfonic_otel.logs import FailureLog, add_trace_context
 from tests.support.event_scripts import RUN_DURATION_MS, T0_NS, T1_NS, bail_with_synthesis, replay
 from tests.support.otlp_receiver import (
+    CLEANUP_MS,
     GrpcOtlpReceiver,
     HangingServer,
     HttpOtlpReceiver,
@@ -420,7 +421,7 @@ def test_unsupported_protocol_in_the_environment_names_the_variable(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
     with pytest.warns(RuntimeWarning, match="OTEL_EXPORTER_OTLP_PROTOCOL='http/json'"):
         telemetry = configure_telemetry(set_global=False, otlp=True)
-    telemetry.shutdown(timeout_millis=200)
+    telemetry.shutdown(timeout_millis=CLEANUP_MS)
 
 
 # --- reliability: a collector that is down or stuck -----------------------------------------------

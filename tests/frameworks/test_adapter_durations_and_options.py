@@ -24,6 +24,7 @@ from tests.support.openai_agents_support import ScriptedModel
 
 PAUSE_S = 0.2
 SLOW = 'call:slow_lookup:{"q": "weather"}'
+QUICK = 'call:lookup:{"q": "weather"}'
 RUNS = semconv.AGENT_RUNS.name
 
 
@@ -40,10 +41,18 @@ def slow_lookup(q: str) -> str:
     return f"result for {q}"
 
 
-def _agents_run(processor: SymfonicTracingProcessor, model: ScriptedModel) -> None:
+@function_tool
+def lookup(q: str) -> str:
+    """Look something up (where the time a tool takes does not matter)."""
+    return f"result for {q}"
+
+
+def _agents_run(
+    processor: SymfonicTracingProcessor, model: ScriptedModel, tool: Any = slow_lookup
+) -> None:
     set_trace_processors([processor])
     try:
-        agent = Agent(name="helper", model=model, tools=[slow_lookup])
+        agent = Agent(name="helper", model=model, tools=[tool])
         Runner.run_sync(agent, "What is the weather?", max_turns=10)
     finally:
         set_trace_processors([])
@@ -71,11 +80,11 @@ def test_openai_agents_max_spans_per_run_reaches_the_run_index(
 ) -> None:
     tools = semconv.OP_EXECUTE_TOOL
     roomy = SymfonicTracingProcessor(handler=telemetry.handler())
-    _agents_run(roomy, ScriptedModel([SLOW, SLOW, SLOW, "done"]))
+    _agents_run(roomy, ScriptedModel([QUICK, QUICK, QUICK, "done"]), lookup)
     assert len(_spans_of(telemetry, tools)) == 3
     telemetry.exporter.clear()
     tight = SymfonicTracingProcessor(handler=telemetry.handler(), max_spans_per_run=3)
-    _agents_run(tight, ScriptedModel([SLOW, SLOW, SLOW, "done"]))
+    _agents_run(tight, ScriptedModel([QUICK, QUICK, QUICK, "done"]), lookup)
     assert len(_spans_of(telemetry, tools)) < 3  # spans past the per-run cap are not followed
 
 

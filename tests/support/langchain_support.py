@@ -14,7 +14,7 @@ import threading
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -360,28 +360,40 @@ class WireServer:
 OPTIONAL_TARGETS = ("langchain_openai.chat_models.base", "langchain_openai.llms.base")
 
 
-def wrapt_snapshot() -> dict[tuple[Any, str], object]:
-    """Every attribute of LangChain's and LangGraph's modules and of their classes."""
-    for name in OPTIONAL_TARGETS:
-        if importlib.util.find_spec(name.split(".")[0]) is not None:
-            importlib.import_module(name)
-    found: dict[tuple[Any, str], object] = {}
+def _namespaces() -> Iterator[tuple[Any, Mapping[str, object]]]:
+    """LangChain's and LangGraph's modules and the classes each defines, with their namespaces."""
     for name, module in list(sys.modules.items()):
         if module is None or not name.startswith(("langchain", "langgraph")):
             continue
-        for key, value in list(vars(module).items()):
-            found[(module, key)] = value
+        namespace = vars(module)
+        yield module, namespace
+        for value in list(namespace.values()):
             if isinstance(value, type) and value.__module__ == name:
-                found.update({(value, k): v for k, v in list(vars(value).items())})
-    return found
+                yield value, vars(value)
 
 
-def restore_unwrapped(before: dict[tuple[Any, str], object]) -> None:
+Snapshot = dict[Any, dict[str, object]]
+
+
+def wrapt_snapshot() -> Snapshot:
+    """Every attribute of LangChain's and LangGraph's modules and of their classes (a copy of
+    each namespace: taken around every instrumentor a test installs, so it has to be cheap)."""
+    for name in OPTIONAL_TARGETS:
+        if importlib.util.find_spec(name.split(".")[0]) is not None:
+            importlib.import_module(name)
+    return {owner: dict(namespace) for owner, namespace in _namespaces()}
+
+
+def restore_unwrapped(before: Snapshot) -> None:
     """Put back what a wrapt wrapper replaced since ``before``. OpenLLMetry 0.62's uninstrument
     leaves ``BaseCallbackManager.__init__``, ``Pregel.stream`` and its ``langchain_openai``
     wrappers in place (it hands ``unwrap`` module paths that do not resolve), so later tests
     would run with its callback handler and header injection."""
-    for (owner, key), value in wrapt_snapshot().items():
-        wrapped = isinstance(value, FunctionWrapper | BoundFunctionWrapper)
-        if wrapped and (owner, key) in before and before[(owner, key)] is not value:
-            setattr(owner, key, before[(owner, key)])
+    wrappers = (FunctionWrapper, BoundFunctionWrapper)
+    for owner, namespace in _namespaces():
+        earlier = before.get(owner)
+        if earlier is None:
+            continue
+        for key, value in list(namespace.items()):
+            if isinstance(value, wrappers) and key in earlier and earlier[key] is not value:
+                setattr(owner, key, earlier[key])

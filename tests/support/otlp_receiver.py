@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeVar
+from typing import Any, Final, Self, TypeVar
 
 import grpc
 from google.protobuf.message import Message
@@ -421,6 +421,12 @@ def refused_endpoint() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+# The shutdown budget of a test's cleanup when no collector answers and the test reads nothing
+# from the shutdown: the refused export's retry back-off would use up any budget, all of it
+# waiting (what the test checks was decided when the telemetry was configured).
+CLEANUP_MS: Final = 10
 
 
 class HangingServer:
