@@ -162,13 +162,15 @@ def _placed(
 ) -> Iterator[Sample]:
     bucket_name = f"{name}_bucket"
     position = 0
-    exemplars: dict[int, Exemplar] | None = None
+    exemplars: Mapping[int, Exemplar] = {}
     for sample in samples:
         if sample.name != bucket_name:
             yield sample
             continue
-        if position == 0:
-            exemplars = series.get(_key(sample.labels))
-        exemplar = exemplars.get(position) if exemplars else None
-        yield sample if exemplar is None else sample._replace(exemplar=exemplar)
+        if position == 0:  # a series' first bucket: look its exemplars up once
+            exemplars = series.get(_key(sample.labels)) or {}
+        exemplar = exemplars.get(position)
+        if exemplar is not None:
+            sample = sample._replace(exemplar=exemplar)
+        yield sample
         position = 0 if sample.labels.get("le") == "+Inf" else position + 1
