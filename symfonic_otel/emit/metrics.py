@@ -184,22 +184,20 @@ class MetricEmitter:
         self._count(
             _FABRICATION,
             tenant,
-            self._cached(
-                ("fab", tenant, mode, action), metric_attrs.fabrication, tenant, mode, action
-            ),
+            self._built(metric_attrs.fabrication, tenant, mode, action),
             1,
         )
         self._record(
             self.instruments.fabrication_confidence,
             confidence,
-            self._cached(("fabconf", mode, action), metric_attrs.fabrication, None, mode, action),
+            self._built(metric_attrs.fabrication, None, mode, action),
         )
 
     def dropped(self, event_kind: str, reason: str) -> None:
         self._add(
             self.instruments.dropped_events,
             1,
-            self._cached(("drop", event_kind, reason), metric_attrs.drop, event_kind, reason),
+            self._built(metric_attrs.drop, event_kind, reason),
         )
 
     # --- model calls ------------------------------------------------------------------------
@@ -382,6 +380,10 @@ class MetricEmitter:
             if value == OTHER
             else self._cached(("stop", tenant, OTHER), attrs.stop, tenant, OTHER),
         )
+
+    def _built(self, build: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+        """``_cached``, keyed by the builder and its arguments (no tag to keep keys apart)."""
+        return self._cached((build, *args), build, *args)
 
     def _cached(
         self, key: tuple[object, ...], build: Callable[..., dict[str, Any]], *args: Any

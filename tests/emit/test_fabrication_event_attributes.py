@@ -1,9 +1,10 @@
-"""The fabrication-detected span event: what it reads of a detection, and its bounds.
+"""A fabrication detection as telemetry: its span event (what it reads, its bounds) and metrics.
 
 Detections arrive duck-typed (Symfonic's own event, an adapter's object): the fields past the
 mode, action and confidence may be missing or malformed, and the event is still recorded. The
 finding kinds are a bounded, sanitised list: the first 1,024 findings are read, each kind cut to
-64 bytes; every finding is counted.
+64 bytes; every finding is counted. The detection counter and the confidence histogram have
+one series per (mode, action) pair the detector makes; any other pair reads ``_OTHER``.
 """
 
 from __future__ import annotations
@@ -86,3 +87,38 @@ def test_a_finding_kind_is_cut_to_64_bytes(
 ) -> None:
     event = _detection_event(telemetry, _detection(findings=[{"kind": "k" * length}]))
     assert event[semconv.FABRICATION_FINDING_KINDS] == ("k" * kept,)
+
+
+def test_detections_have_a_series_per_pair_and_other_pairs_fold_into_other(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    handler = telemetry.handler()
+    handler.agent_start(AgentStartEvent("q", "r"))
+    for mode, action, confidence in [
+        ("observe", "observed", 0.6),
+        ("refuse", "refuse_replaced", 0.9),
+        ("observe", "refuse_replaced", 0.7),  # no detector makes this pair
+        ("observe", "observed", 0.5),
+    ]:
+        handler.fabrication_detected(
+            SimpleNamespace(
+                run_id="r", mode=mode, action_taken=action, max_finding_confidence=confidence
+            )
+        )
+    handler.agent_end(AgentEndEvent("r", "answer", 1.0, 1))
+    pair = (semconv.FABRICATION_MODE, semconv.FABRICATION_ACTION)
+    counted = {
+        tuple(attrs[key] for key in pair): value
+        for attrs, value in telemetry.points(semconv.FABRICATION_DETECTIONS.name)
+    }
+    other = (semconv.OTHER_VALUE, semconv.OTHER_VALUE)
+    assert counted == {("observe", "observed"): 2, ("refuse", "refuse_replaced"): 1, other: 1}
+    confidence_sums = {
+        tuple(attrs[key] for key in pair): value.sum  # type: ignore[union-attr]
+        for attrs, value in telemetry.points(semconv.FABRICATION_CONFIDENCE.name)
+    }
+    assert confidence_sums == {
+        ("observe", "observed"): pytest.approx(1.1),
+        ("refuse", "refuse_replaced"): pytest.approx(0.9),
+        other: pytest.approx(0.7),
+    }
