@@ -121,14 +121,13 @@ class MetricEmitter:
             self._seed(tenant)
 
     def _seed(self, tenant: str) -> None:
-        count, attrs, cached = self._count, self._attrs, self._cached
+        count, attrs, built = self._count, self._attrs, self._built
         for outcome, empty in SEEDED_RUNS:
-            key = ("runs", tenant, outcome, empty, False)
-            count(_RUNS, tenant, cached(key, attrs.runs, tenant, outcome, empty, False), 0)
+            count(_RUNS, tenant, built(attrs.runs, tenant, outcome, empty, False), 0)
         for reason in sorted(TERMINATION_REASONS):
-            count(_BAILS, tenant, cached(("bail", tenant, reason), attrs.bail, tenant, reason), 0)
+            count(_BAILS, tenant, built(attrs.bail, tenant, reason), 0)
         for stop in SEEDED_STOP_REASONS:
-            count(_STOPS, tenant, cached(("stop", tenant, stop), attrs.stop, tenant, stop), 0)
+            count(_STOPS, tenant, built(attrs.stop, tenant, stop), 0)
         self.loops.seed(tenant)
 
     # --- runs -------------------------------------------------------------------------------
@@ -148,8 +147,7 @@ class MetricEmitter:
         link: SpanLink | None = None,
     ) -> None:
         instruments, attrs = self.instruments, self._attrs
-        key = ("runs", tenant, outcome, empty, paused)
-        runs = self._cached(key, attrs.runs, tenant, outcome, empty, paused)
+        runs = self._built(attrs.runs, tenant, outcome, empty, paused)
         # An errored run's trace is its series' exemplar.
         self._count(_RUNS, tenant, runs, 1, None, link if outcome == "error" else None)
         self._add(instruments.active_runs, -1, self.agent_attrs)
@@ -161,13 +159,13 @@ class MetricEmitter:
         self._record(
             instruments.agent_duration,
             duration_s,
-            self._cached(("duration", scope, outcome), attrs.duration, scope, outcome),
+            self._built(attrs.duration, scope, outcome),
             link,
         )
         self._record(
             instruments.react_iterations,
             iterations,
-            self._cached(("iterations", scope), attrs.iterations, scope),
+            self._built(attrs.iterations, scope),
         )
 
     def orphaned(self) -> None:
@@ -175,7 +173,7 @@ class MetricEmitter:
 
     def silent_bail(self, tenant: str, reason: str, link: SpanLink | None = None) -> None:
         """One bail; ``link``, the run's span, becomes the tenant's bail exemplar."""
-        bail = self._cached(("bail", tenant, reason), self._attrs.bail, tenant, reason)
+        bail = self._built(self._attrs.bail, tenant, reason)
         self._count(_BAILS, tenant, bail, 1, None, link)
 
     def fabrication(self, tenant: str, mode: str, action: str, confidence: float) -> None:
@@ -259,62 +257,24 @@ class MetricEmitter:
             self._count(
                 _TOKENS,
                 tenant,
-                self._cached(
-                    ("llm_tokens", tenant, model, token_type),
-                    metric_attrs.tenant_tokens,
-                    tenant,
-                    model,
-                    token_type,
-                ),
+                self._built(metric_attrs.tenant_tokens, tenant, model, token_type),
                 amount,
-                self._cached(
-                    ("llm_tokens", tenant, OTHER, token_type),
-                    metric_attrs.tenant_tokens,
-                    tenant,
-                    OTHER,
-                    token_type,
-                ),
+                self._built(metric_attrs.tenant_tokens, tenant, OTHER, token_type),
             )
         self._count(
             _COST,
             tenant,
-            self._cached(
-                ("cost", tenant, model, node, pricing_unknown),
-                metric_attrs.cost,
-                tenant,
-                model,
-                node,
-                pricing_unknown,
-            ),
+            self._built(metric_attrs.cost, tenant, model, node, pricing_unknown),
             cost or 0.0,
-            self._cached(
-                ("cost", tenant, OTHER, OTHER, pricing_unknown),
-                metric_attrs.cost,
-                tenant,
-                OTHER,
-                OTHER,
-                pricing_unknown,
-            ),
+            self._built(metric_attrs.cost, tenant, OTHER, OTHER, pricing_unknown),
         )
         if recovered is not None:
             self._count(
                 _SYNTHESIS,
                 tenant,
-                self._cached(
-                    ("synthesis", tenant, model, recovered),
-                    metric_attrs.synthesis,
-                    tenant,
-                    model,
-                    recovered,
-                ),
+                self._built(metric_attrs.synthesis, tenant, model, recovered),
                 1,
-                self._cached(
-                    ("synthesis", tenant, OTHER, recovered),
-                    metric_attrs.synthesis,
-                    tenant,
-                    OTHER,
-                    recovered,
-                ),
+                self._built(metric_attrs.synthesis, tenant, OTHER, recovered),
             )
 
     def tool_call(
@@ -366,19 +326,15 @@ class MetricEmitter:
         """Known exits have a set per tenant; pass-through values are detailed (capped) sets."""
         attrs = self._attrs
         if raw in KNOWN_STOP_REASONS:
-            self._count(
-                _STOPS, tenant, self._cached(("stop", tenant, raw), attrs.stop, tenant, raw), 1
-            )
+            self._count(_STOPS, tenant, self._built(attrs.stop, tenant, raw), 1)
             return
         value = self._stop_values(raw)
         self._count(
             _STOPS,
             tenant,
-            self._cached(("stop", tenant, value), attrs.stop, tenant, value),
+            self._built(attrs.stop, tenant, value),
             1,
-            None
-            if value == OTHER
-            else self._cached(("stop", tenant, OTHER), attrs.stop, tenant, OTHER),
+            None if value == OTHER else self._built(attrs.stop, tenant, OTHER),
         )
 
     def _built(self, build: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
