@@ -300,7 +300,7 @@ class SpanEmitter:
 
     @staticmethod
     def loop_end(
-        span: Span, reason: str, event_attributes: dict[str, Any], paused: bool = False
+        span: Span, reason: str, event_attributes: dict[str, Any], paused: bool
     ) -> None:
         """The loop-end event; on a paused run it is no bail: the run span keeps no reason."""
         if paused:

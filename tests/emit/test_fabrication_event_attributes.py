@@ -16,6 +16,7 @@ import pytest
 
 from symfonic_otel import semconv
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent
+from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 MAX_FINDINGS_READ = 1024
@@ -122,3 +123,35 @@ def test_detections_have_a_series_per_pair_and_other_pairs_fold_into_other(
         ("refuse", "refuse_replaced"): pytest.approx(0.9),
         other: pytest.approx(0.7),
     }
+
+
+def _evaluation_event(telemetry: InMemoryTelemetry, findings: list[Any]) -> dict[str, Any]:
+    handler = telemetry.handler(capture_content=True)
+    handler.agent_start(AgentStartEvent("q", "r"))
+    handler.fabrication_detected(_detection(findings=findings))
+    handler.agent_end(AgentEndEvent("r", "answer", 1.0, 1))
+    run = telemetry.span("invoke_agent symfonic")
+    [event] = [e for e in run.events if e.name == semconv.EVENT_EVALUATION_RESULT]
+    return dict(event.attributes or {})
+
+
+def test_captured_evaluation_explains_each_finding_by_kind_and_claim(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    findings = [
+        {"kind": "unsupported_figure", "claim": "42% of users"},
+        "not a finding",
+        {"kind": "unsupported_url", "claim": "example.com/x"},
+    ]
+    event = _evaluation_event(telemetry, findings)
+    assert event[semconv.GEN_AI_EVALUATION_EXPLANATION] == (
+        "unsupported_figure: 42% of users; unsupported_url: example.com/x"
+    )
+
+
+def test_captured_evaluation_explanation_is_cut_to_the_capture_limit(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    event = _evaluation_event(telemetry, [{"kind": "k", "claim": "c" * (MAX_CONTENT_CHARS + 10)}])
+    explanation = event[semconv.GEN_AI_EVALUATION_EXPLANATION]
+    assert explanation == ("k: " + "c" * MAX_CONTENT_CHARS)[:MAX_CONTENT_CHARS]
