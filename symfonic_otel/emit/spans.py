@@ -299,9 +299,7 @@ class SpanEmitter:
         end_span(span, end_time_ns)
 
     @staticmethod
-    def loop_end(
-        span: Span, reason: str, event_attributes: dict[str, Any], paused: bool
-    ) -> None:
+    def loop_end(span: Span, reason: str, event_attributes: dict[str, Any], paused: bool) -> None:
         """The loop-end event; on a paused run it is no bail: the run span keeps no reason."""
         if paused:
             event_attributes[semconv.RUN_PAUSED] = True
