@@ -54,6 +54,10 @@ from symfonic_otel.emit.vocabulary import (
 from symfonic_otel.environment import sdk_disabled
 
 _ATTRS_CACHE_CAP: Final = 4096
+# Tags of the attribute-cache keys that are not keyed by their builder (``_built``).
+_OP_KEY: Final = "op"
+_TOKENS_KEY: Final = "tokens"
+_TOOL_KEY: Final = "tool"
 _RUNS: Final = semconv.AGENT_RUNS.name
 _BAILS: Final = semconv.SILENT_BAILS.name
 _STOPS: Final = semconv.STOP_REASONS.name
@@ -226,7 +230,7 @@ class MetricEmitter:
         instruments = self.instruments
         cache = self._cache
         scope = self._histogram_tenant(tenant)
-        op_attrs = cache.get(("op", scope, operation, model, node, provider, error))
+        op_attrs = cache.get((_OP_KEY, scope, operation, model, node, provider, error))
         if op_attrs is None:
             op_attrs = self._op_set(scope, operation, model, node, provider, error)
         if duration_s is not None:
@@ -234,9 +238,9 @@ class MetricEmitter:
         if ttfc_s is not None:  # its sets are those of a successful call (no error.type)
             ttfc_attrs = op_attrs
             if error is not None:
-                ttfc_attrs = cache.get(("op", scope, operation, model, node, provider, None)) or (
-                    self._op_set(scope, operation, model, node, provider, None)
-                )
+                ttfc_attrs = cache.get(
+                    (_OP_KEY, scope, operation, model, node, provider, None)
+                ) or (self._op_set(scope, operation, model, node, provider, None))
             self._record(instruments.time_to_first_chunk, ttfc_s, ttfc_attrs, link)
         for token_type, amount in zip(
             (semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT), tokens, strict=True
@@ -247,7 +251,7 @@ class MetricEmitter:
                 instruments.token_usage,
                 amount,
                 self._cached(
-                    ("tokens", scope, operation, model, node, provider, error, token_type),
+                    (_TOKENS_KEY, scope, operation, model, node, provider, error, token_type),
                     metric_attrs.tokens,
                     op_attrs,
                     token_type,
@@ -287,14 +291,14 @@ class MetricEmitter:
     ) -> None:
         """``gen_ai.execute_tool.duration``; ``tool`` and ``error`` are raw (bounded here)."""
         scope = self._histogram_tenant(tenant)
-        attrs = self._cache.get(("tool", scope, tool, error))
+        attrs = self._cache.get((_TOOL_KEY, scope, tool, error))
         if attrs is None:
             label = self.tools(tool) if tool else OTHER
             error_label = self.errors(error) if error is not None else None
             key: tuple[Any, ...] = (scope, label, error_label)
             if not self._tool_pool.admit(key):
                 key = (scope, OTHER, OTHER if error is not None else None)
-            attrs = self._remember(("tool", scope, tool, error), self._attrs.tool(*key))
+            attrs = self._remember((_TOOL_KEY, scope, tool, error), self._attrs.tool(*key))
         self._record(self.instruments.tool_duration, duration_s, attrs, link)
 
     def _op_set(
@@ -311,11 +315,11 @@ class MetricEmitter:
         if not self._op_pool.admit(key):
             key = (tenant, operation, OTHER, OTHER, OTHER, OTHER if error is not None else None)
         return self._remember(
-            ("op", tenant, operation, model, node, provider, error), metric_attrs.operation(*key)
+            (_OP_KEY, tenant, operation, model, node, provider, error), metric_attrs.operation(*key)
         )
 
     def _remember(self, key: tuple[object, ...], attrs: dict[str, Any]) -> dict[str, Any]:
-        if len(self._cache) >= _ATTRS_CACHE_CAP:
+        if len(self._cache) >= _ATTRS_CACHE_CAP:  # pragma: no mutate: as in _cached
             self._cache.clear()
         self._cache[key] = attrs
         return attrs
@@ -344,11 +348,15 @@ class MetricEmitter:
     def _cached(
         self, key: tuple[object, ...], build: Callable[..., dict[str, Any]], *args: Any
     ) -> dict[str, Any]:
-        """Attribute dicts are built once per label combination and reused on the hot path."""
-        attrs = self._cache.get(key)
+        """Attribute dicts are built once per label combination and reused on the hot path.
+
+        A miss only builds an equal dict (the same series, the same sums) and the cap bounds
+        memory one entry either way: no metric tells the lookup, the store or the cap apart.
+        """
+        attrs = self._cache.get(key)  # pragma: no mutate: see the docstring
         if attrs is None:
-            if len(self._cache) >= _ATTRS_CACHE_CAP:
+            if len(self._cache) >= _ATTRS_CACHE_CAP:  # pragma: no mutate: see the docstring
                 self._cache.clear()
             attrs = build(*args)
-            self._cache[key] = attrs
+            self._cache[key] = attrs  # pragma: no mutate: see the docstring
         return attrs
