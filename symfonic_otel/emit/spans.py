@@ -28,7 +28,7 @@ from opentelemetry.util.types import AttributeValue
 from symfonic_otel import semconv
 from symfonic_otel.emit.span_guard import end_span, start_span
 from symfonic_otel.read.content import json_text, messages_json, truncate
-from symfonic_otel.read.extract import ModelCall
+from symfonic_otel.read.extract import ModelCall, flag
 from symfonic_otel.read.sanitise import clean_text
 
 _MAX_FINDING_KINDS: Final = 16
@@ -341,9 +341,9 @@ class SpanEmitter:
             replacement = getattr(event, "replacement_preview", None)
             if replacement is not None:
                 attributes[semconv.FABRICATION_REPLACEMENT_PREVIEW] = truncate(str(replacement))[0]
-            # Only a True flag counts: any other default reads the same.
-            flagged = getattr(event, "preview_truncated", False)  # pragma: no mutate: see above
-            attributes[semconv.FABRICATION_PREVIEW_TRUNCATED] = flagged is True or draft_cut
+            attributes[semconv.FABRICATION_PREVIEW_TRUNCATED] = (
+                flag(event, "preview_truncated") or draft_cut
+            )
         span.add_event(semconv.EVENT_FABRICATION_DETECTED, attributes)
         span.add_event(
             semconv.EVENT_EVALUATION_RESULT, self._evaluation(action, confidence, findings)
