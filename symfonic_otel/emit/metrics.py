@@ -54,6 +54,10 @@ from symfonic_otel.emit.vocabulary import (
 from symfonic_otel.environment import sdk_disabled
 
 _ATTRS_CACHE_CAP: Final = 4096
+# Tags of the attribute-cache keys that are not keyed by their builder (``_built``).
+_OP_KEY: Final = "op"
+_TOKENS_KEY: Final = "tokens"
+_TOOL_KEY: Final = "tool"
 _RUNS: Final = semconv.AGENT_RUNS.name
 _BAILS: Final = semconv.SILENT_BAILS.name
 _STOPS: Final = semconv.STOP_REASONS.name
@@ -121,14 +125,13 @@ class MetricEmitter:
             self._seed(tenant)
 
     def _seed(self, tenant: str) -> None:
-        count, attrs, cached = self._count, self._attrs, self._cached
+        count, attrs, built = self._count, self._attrs, self._built
         for outcome, empty in SEEDED_RUNS:
-            key = ("runs", tenant, outcome, empty, False)
-            count(_RUNS, tenant, cached(key, attrs.runs, tenant, outcome, empty, False), 0)
+            count(_RUNS, tenant, built(attrs.runs, tenant, outcome, empty, False), 0)
         for reason in sorted(TERMINATION_REASONS):
-            count(_BAILS, tenant, cached(("bail", tenant, reason), attrs.bail, tenant, reason), 0)
+            count(_BAILS, tenant, built(attrs.bail, tenant, reason), 0)
         for stop in SEEDED_STOP_REASONS:
-            count(_STOPS, tenant, cached(("stop", tenant, stop), attrs.stop, tenant, stop), 0)
+            count(_STOPS, tenant, built(attrs.stop, tenant, stop), 0)
         self.loops.seed(tenant)
 
     # --- runs -------------------------------------------------------------------------------
@@ -148,8 +151,7 @@ class MetricEmitter:
         link: SpanLink | None = None,
     ) -> None:
         instruments, attrs = self.instruments, self._attrs
-        key = ("runs", tenant, outcome, empty, paused)
-        runs = self._cached(key, attrs.runs, tenant, outcome, empty, paused)
+        runs = self._built(attrs.runs, tenant, outcome, empty, paused)
         # An errored run's trace is its series' exemplar.
         self._count(_RUNS, tenant, runs, 1, None, link if outcome == "error" else None)
         self._add(instruments.active_runs, -1, self.agent_attrs)
@@ -161,13 +163,13 @@ class MetricEmitter:
         self._record(
             instruments.agent_duration,
             duration_s,
-            self._cached(("duration", scope, outcome), attrs.duration, scope, outcome),
+            self._built(attrs.duration, scope, outcome),
             link,
         )
         self._record(
             instruments.react_iterations,
             iterations,
-            self._cached(("iterations", scope), attrs.iterations, scope),
+            self._built(attrs.iterations, scope),
         )
 
     def orphaned(self) -> None:
@@ -175,7 +177,7 @@ class MetricEmitter:
 
     def silent_bail(self, tenant: str, reason: str, link: SpanLink | None = None) -> None:
         """One bail; ``link``, the run's span, becomes the tenant's bail exemplar."""
-        bail = self._cached(("bail", tenant, reason), self._attrs.bail, tenant, reason)
+        bail = self._built(self._attrs.bail, tenant, reason)
         self._count(_BAILS, tenant, bail, 1, None, link)
 
     def fabrication(self, tenant: str, mode: str, action: str, confidence: float) -> None:
@@ -184,22 +186,20 @@ class MetricEmitter:
         self._count(
             _FABRICATION,
             tenant,
-            self._cached(
-                ("fab", tenant, mode, action), metric_attrs.fabrication, tenant, mode, action
-            ),
+            self._built(metric_attrs.fabrication, tenant, mode, action),
             1,
         )
         self._record(
             self.instruments.fabrication_confidence,
             confidence,
-            self._cached(("fabconf", mode, action), metric_attrs.fabrication, None, mode, action),
+            self._built(metric_attrs.fabrication, None, mode, action),
         )
 
     def dropped(self, event_kind: str, reason: str) -> None:
         self._add(
             self.instruments.dropped_events,
             1,
-            self._cached(("drop", event_kind, reason), metric_attrs.drop, event_kind, reason),
+            self._built(metric_attrs.drop, event_kind, reason),
         )
 
     # --- model calls ------------------------------------------------------------------------
@@ -230,7 +230,7 @@ class MetricEmitter:
         instruments = self.instruments
         cache = self._cache
         scope = self._histogram_tenant(tenant)
-        op_attrs = cache.get(("op", scope, operation, model, node, provider, error))
+        op_attrs = cache.get((_OP_KEY, scope, operation, model, node, provider, error))
         if op_attrs is None:
             op_attrs = self._op_set(scope, operation, model, node, provider, error)
         if duration_s is not None:
@@ -238,9 +238,9 @@ class MetricEmitter:
         if ttfc_s is not None:  # its sets are those of a successful call (no error.type)
             ttfc_attrs = op_attrs
             if error is not None:
-                ttfc_attrs = cache.get(("op", scope, operation, model, node, provider, None)) or (
-                    self._op_set(scope, operation, model, node, provider, None)
-                )
+                ttfc_attrs = cache.get(
+                    (_OP_KEY, scope, operation, model, node, provider, None)
+                ) or (self._op_set(scope, operation, model, node, provider, None))
             self._record(instruments.time_to_first_chunk, ttfc_s, ttfc_attrs, link)
         for token_type, amount in zip(
             (semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT), tokens, strict=True
@@ -251,7 +251,7 @@ class MetricEmitter:
                 instruments.token_usage,
                 amount,
                 self._cached(
-                    ("tokens", scope, operation, model, node, provider, error, token_type),
+                    (_TOKENS_KEY, scope, operation, model, node, provider, error, token_type),
                     metric_attrs.tokens,
                     op_attrs,
                     token_type,
@@ -261,62 +261,24 @@ class MetricEmitter:
             self._count(
                 _TOKENS,
                 tenant,
-                self._cached(
-                    ("llm_tokens", tenant, model, token_type),
-                    metric_attrs.tenant_tokens,
-                    tenant,
-                    model,
-                    token_type,
-                ),
+                self._built(metric_attrs.tenant_tokens, tenant, model, token_type),
                 amount,
-                self._cached(
-                    ("llm_tokens", tenant, OTHER, token_type),
-                    metric_attrs.tenant_tokens,
-                    tenant,
-                    OTHER,
-                    token_type,
-                ),
+                self._built(metric_attrs.tenant_tokens, tenant, OTHER, token_type),
             )
         self._count(
             _COST,
             tenant,
-            self._cached(
-                ("cost", tenant, model, node, pricing_unknown),
-                metric_attrs.cost,
-                tenant,
-                model,
-                node,
-                pricing_unknown,
-            ),
+            self._built(metric_attrs.cost, tenant, model, node, pricing_unknown),
             cost or 0.0,
-            self._cached(
-                ("cost", tenant, OTHER, OTHER, pricing_unknown),
-                metric_attrs.cost,
-                tenant,
-                OTHER,
-                OTHER,
-                pricing_unknown,
-            ),
+            self._built(metric_attrs.cost, tenant, OTHER, OTHER, pricing_unknown),
         )
         if recovered is not None:
             self._count(
                 _SYNTHESIS,
                 tenant,
-                self._cached(
-                    ("synthesis", tenant, model, recovered),
-                    metric_attrs.synthesis,
-                    tenant,
-                    model,
-                    recovered,
-                ),
+                self._built(metric_attrs.synthesis, tenant, model, recovered),
                 1,
-                self._cached(
-                    ("synthesis", tenant, OTHER, recovered),
-                    metric_attrs.synthesis,
-                    tenant,
-                    OTHER,
-                    recovered,
-                ),
+                self._built(metric_attrs.synthesis, tenant, OTHER, recovered),
             )
 
     def tool_call(
@@ -329,14 +291,14 @@ class MetricEmitter:
     ) -> None:
         """``gen_ai.execute_tool.duration``; ``tool`` and ``error`` are raw (bounded here)."""
         scope = self._histogram_tenant(tenant)
-        attrs = self._cache.get(("tool", scope, tool, error))
+        attrs = self._cache.get((_TOOL_KEY, scope, tool, error))
         if attrs is None:
             label = self.tools(tool) if tool else OTHER
             error_label = self.errors(error) if error is not None else None
             key: tuple[Any, ...] = (scope, label, error_label)
             if not self._tool_pool.admit(key):
                 key = (scope, OTHER, OTHER if error is not None else None)
-            attrs = self._remember(("tool", scope, tool, error), self._attrs.tool(*key))
+            attrs = self._remember((_TOOL_KEY, scope, tool, error), self._attrs.tool(*key))
         self._record(self.instruments.tool_duration, duration_s, attrs, link)
 
     def _op_set(
@@ -353,11 +315,11 @@ class MetricEmitter:
         if not self._op_pool.admit(key):
             key = (tenant, operation, OTHER, OTHER, OTHER, OTHER if error is not None else None)
         return self._remember(
-            ("op", tenant, operation, model, node, provider, error), metric_attrs.operation(*key)
+            (_OP_KEY, tenant, operation, model, node, provider, error), metric_attrs.operation(*key)
         )
 
     def _remember(self, key: tuple[object, ...], attrs: dict[str, Any]) -> dict[str, Any]:
-        if len(self._cache) >= _ATTRS_CACHE_CAP:
+        if len(self._cache) >= _ATTRS_CACHE_CAP:  # pragma: no mutate: as in _cached
             self._cache.clear()
         self._cache[key] = attrs
         return attrs
@@ -368,29 +330,33 @@ class MetricEmitter:
         """Known exits have a set per tenant; pass-through values are detailed (capped) sets."""
         attrs = self._attrs
         if raw in KNOWN_STOP_REASONS:
-            self._count(
-                _STOPS, tenant, self._cached(("stop", tenant, raw), attrs.stop, tenant, raw), 1
-            )
+            self._count(_STOPS, tenant, self._built(attrs.stop, tenant, raw), 1)
             return
         value = self._stop_values(raw)
         self._count(
             _STOPS,
             tenant,
-            self._cached(("stop", tenant, value), attrs.stop, tenant, value),
+            self._built(attrs.stop, tenant, value),
             1,
-            None
-            if value == OTHER
-            else self._cached(("stop", tenant, OTHER), attrs.stop, tenant, OTHER),
+            None if value == OTHER else self._built(attrs.stop, tenant, OTHER),
         )
+
+    def _built(self, build: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+        """``_cached``, keyed by the builder and its arguments (no tag to keep keys apart)."""
+        return self._cached((build, *args), build, *args)
 
     def _cached(
         self, key: tuple[object, ...], build: Callable[..., dict[str, Any]], *args: Any
     ) -> dict[str, Any]:
-        """Attribute dicts are built once per label combination and reused on the hot path."""
-        attrs = self._cache.get(key)
+        """Attribute dicts are built once per label combination and reused on the hot path.
+
+        A miss only builds an equal dict (the same series, the same sums) and the cap bounds
+        memory one entry either way: no metric tells the lookup, the store or the cap apart.
+        """
+        attrs = self._cache.get(key)  # pragma: no mutate: see the docstring
         if attrs is None:
-            if len(self._cache) >= _ATTRS_CACHE_CAP:
+            if len(self._cache) >= _ATTRS_CACHE_CAP:  # pragma: no mutate: see the docstring
                 self._cache.clear()
             attrs = build(*args)
-            self._cache[key] = attrs
+            self._cache[key] = attrs  # pragma: no mutate: see the docstring
         return attrs

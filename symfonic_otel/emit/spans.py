@@ -28,7 +28,7 @@ from opentelemetry.util.types import AttributeValue
 from symfonic_otel import semconv
 from symfonic_otel.emit.span_guard import end_span, start_span
 from symfonic_otel.read.content import json_text, messages_json, truncate
-from symfonic_otel.read.extract import ModelCall
+from symfonic_otel.read.extract import ModelCall, flag
 from symfonic_otel.read.sanitise import clean_text
 
 _MAX_FINDING_KINDS: Final = 16
@@ -299,9 +299,7 @@ class SpanEmitter:
         end_span(span, end_time_ns)
 
     @staticmethod
-    def loop_end(
-        span: Span, reason: str, event_attributes: dict[str, Any], paused: bool = False
-    ) -> None:
+    def loop_end(span: Span, reason: str, event_attributes: dict[str, Any], paused: bool) -> None:
         """The loop-end event; on a paused run it is no bail: the run span keeps no reason."""
         if paused:
             event_attributes[semconv.RUN_PAUSED] = True
@@ -322,7 +320,7 @@ class SpanEmitter:
         findings = findings if isinstance(findings, list | tuple) else []
         kinds = sorted(
             {
-                clean_text(str(f.get("kind"))[:256], 64)
+                clean_text(str(f.get("kind")), 64)  # cut before it is scanned
                 for f in findings[:1024]
                 if isinstance(f, Mapping) and f.get("kind") is not None
             }
@@ -344,7 +342,7 @@ class SpanEmitter:
             if replacement is not None:
                 attributes[semconv.FABRICATION_REPLACEMENT_PREVIEW] = truncate(str(replacement))[0]
             attributes[semconv.FABRICATION_PREVIEW_TRUNCATED] = (
-                getattr(event, "preview_truncated", False) is True or draft_cut
+                flag(event, "preview_truncated") or draft_cut
             )
         span.add_event(semconv.EVENT_FABRICATION_DETECTED, attributes)
         span.add_event(

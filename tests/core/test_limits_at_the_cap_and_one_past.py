@@ -222,3 +222,26 @@ def test_captured_history_keeps_exactly_the_message_cap(count: int, truncated: b
     kept = [m["parts"][0]["content"] for m in json.loads(messages)]
     assert (len(kept), cut) == (min(count, MESSAGES), truncated)
     assert kept[-1] == f"m{count - 1}"  # the newest are the ones kept
+
+
+@pytest.mark.parametrize(
+    ("length", "truncated"), [(MAX_CONTENT_CHARS, False), (MAX_CONTENT_CHARS + 1, True)]
+)
+@pytest.mark.parametrize("side", ["arguments", "result"])
+def test_tool_content_at_the_capture_limit_is_whole_one_past_is_truncated_and_flagged(
+    telemetry: InMemoryTelemetry, length: int, truncated: bool, side: str
+) -> None:
+    handler = telemetry.handler(capture_content=True)
+    handler.agent_start(AgentStartEvent("q", "r"))
+    arguments, result = ("a" * length, "ok") if side == "arguments" else ("{}", "a" * length)
+    handler.tool_call_start(ToolCallStartEvent("t1", "search", arguments, run_id="r"))
+    handler.tool_result(ToolResultEvent("t1", "search", result, run_id="r"))
+    handler.agent_end(AgentEndEvent("r", "done", 1.0, 1))
+    attributes = telemetry.span("execute_tool search").attributes or {}
+    key = (
+        semconv.GEN_AI_TOOL_CALL_ARGUMENTS
+        if side == "arguments"
+        else semconv.GEN_AI_TOOL_CALL_RESULT
+    )
+    assert str(attributes[key]) == "a" * min(length, MAX_CONTENT_CHARS)
+    assert attributes.get(semconv.CONTENT_TRUNCATED, "absent") == (True if truncated else "absent")

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
 from symfonic_otel.core.loops import signature
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ToolResultEvent
+from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.loop_support import (
     all_loop_events,
@@ -264,6 +265,22 @@ def test_capture_on_puts_the_arguments_on_the_event(telemetry: InMemoryTelemetry
     _end(h, "r1")
     (event,) = all_loop_events(telemetry)
     assert SECRET in str(event[semconv.GEN_AI_TOOL_CALL_ARGUMENTS])
+
+
+@pytest.mark.parametrize(
+    ("length", "truncated"), [(MAX_CONTENT_CHARS, False), (MAX_CONTENT_CHARS + 1, True)]
+)
+def test_loop_event_arguments_past_the_capture_limit_are_cut_and_flagged(
+    telemetry: InMemoryTelemetry, length: int, truncated: bool
+) -> None:
+    h = telemetry.handler(capture_content=True)
+    _start(h, "r1")
+    for i in range(3):
+        _tool(h, "r1", i, "search", "a" * length)
+    _end(h, "r1")
+    (event,) = all_loop_events(telemetry)
+    assert event[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] == "a" * min(length, MAX_CONTENT_CHARS)
+    assert event.get(semconv.CONTENT_TRUNCATED, "absent") == (True if truncated else "absent")
 
 
 def test_seeded_series_and_looping_exemplar(telemetry: InMemoryTelemetry) -> None:

@@ -21,7 +21,10 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
 from symfonic_otel import LangChainCallbackHandler, semconv, tenant_scope
+from symfonic_otel.emit.agents import AgentEmitters
+from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.vocabulary import MAX_AGENT_NAMES
+from symfonic_otel.events import AgentStartEvent
 from symfonic_otel.openai_agents import SymfonicTracingProcessor
 from symfonic_otel.pydantic_ai import SymfonicCapability
 from symfonic_otel.read.sanitise import MAX_LABEL_CHARS
@@ -109,6 +112,22 @@ def test_names_past_the_cap_fold_into_other(
     assert runs["ops"] == 1
     assert "one-too-many" not in runs
     assert _names(telemetry, BAILS) == {semconv.OTHER_VALUE: 1}
+
+
+def test_the_names_in_use_are_the_default_then_each_admitted_name_once(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    emitters = AgentEmitters(MetricEmitter(telemetry.meter_provider.get_meter("t"), "ops"), cap=2)
+    for name in ("researcher", None, "  ", "researcher", "triage", "one-too-many", "ops"):
+        emitters(name)
+    assert emitters.names() == ["ops", "researcher", "triage", semconv.OTHER_VALUE]
+
+
+def test_an_abandoned_run_counts_as_an_orphan_of_its_agent(telemetry: InMemoryTelemetry) -> None:
+    handler = telemetry.handler(agent_name="support")
+    handler.agent_start(AgentStartEvent("q", "r"))
+    handler.close_open_runs()
+    assert telemetry.points(semconv.ORPHANED_RUNS.name) == [({AGENT: "support"}, 1)]
 
 
 def test_a_name_is_sanitised(

@@ -144,3 +144,11 @@ def test_two_argument_model_price_still_works() -> None:
     price = ModelPrice(1.2, 6.0)
     assert (price.cache_read_per_million, price.cache_creation_per_million) == (None, None)
     assert price.cost(1_000_000, 1_000_000) == pytest.approx(7.2)
+
+
+def test_a_free_model_is_priced_at_zero_not_rejected() -> None:
+    """Zero is a price (a local model, a free tier); only a negative one is refused."""
+    free = ModelPrice(0.0, 0.0, 0.0, 0.0, 0.0)
+    assert free.cost(1_000_000, 1_000_000) == 0.0
+    with pytest.raises(ValueError, match="input_per_million"):
+        ModelPrice(-0.01, 0.0)

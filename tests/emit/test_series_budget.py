@@ -279,3 +279,36 @@ def test_docs_state_the_budget_of_every_instrument() -> None:
     assert set(rows) == set(budget)
     for name, count in budget.items():
         assert re.sub(r"[^0-9]", "", rows[name][-1]) == str(count), name
+
+
+@pytest.mark.parametrize(
+    ("arguments", "tenants", "per_tenant_histograms", "agent_names", "handlers"),
+    [
+        # The defaults: one handler, histograms without a tenant, one agent name.
+        ({}, 10_000, False, 1, 1),
+        ({"max_tenants": 20}, 20, False, 1, 1),  # the token-usage pool is the largest here
+        ({"max_tenants": 20, "tenant_histograms": True}, 20, True, 1, 1),
+        ({"max_tenants": 20, "agent_names": 3}, 20, False, 3, 1),
+        ({"agent_names": 2}, 10_000, False, 2, 1),  # the stop-reason counter, per agent name
+        ({"max_tenants": 500, "handlers": 3}, 500, False, 1, 3),
+    ],
+)
+def test_required_limit_is_the_largest_instrument_budget_times_the_handlers(
+    arguments: dict[str, Any],
+    tenants: int,
+    per_tenant_histograms: bool,
+    agent_names: int,
+    handlers: int,
+) -> None:
+    budget = series_budget(
+        max_tenants=tenants, tenant_histograms=per_tenant_histograms, agent_names=agent_names
+    )
+    assert required_cardinality_limit(**arguments) == max(budget.values()) * handlers
+
+
+def test_each_option_of_the_required_limit_changes_it() -> None:
+    """The options are no decoration: each one, away from its default, asks for more sets."""
+    base = required_cardinality_limit(20)
+    assert required_cardinality_limit(20, handlers=2) == 2 * base
+    assert required_cardinality_limit(20, tenant_histograms=True) > base
+    assert required_cardinality_limit(20, agent_names=3) > base

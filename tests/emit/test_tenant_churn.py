@@ -110,6 +110,25 @@ def test_idle_exactly_at_the_limit_keeps_the_slot_one_tick_past_frees_it(
     }
 
 
+def test_a_tenant_s_repeated_tool_call_series_lasts_while_it_is_active_and_leaves_with_it(
+    clocked: ClockedSdk,
+) -> None:
+    handler = clocked.handler(max_tenants=1, tenant_idle_s=600.0)
+    with tenant_scope("acme"):
+        handler.agent_start(AgentStartEvent("q", "r1"))
+        for _ in range(2):  # the same call twice: a repeated tool call
+            handler.end_tool(handler.start_tool("r1", "search", arguments={"q": 1}))
+        handler.agent_end(AgentEndEvent("r1", "answer", 10.0, 1))
+    repeated = semconv.REPEATED_TOOL_CALLS.name
+    for step, run_id in ((500.0, "r2"), (500.0, "r3")):  # active: never idle 600 s
+        clocked.clock.now += step
+        _run(handler, "acme", run_id)
+        assert _tenant_points(clocked.reader)[repeated] == {"acme"}
+    clocked.clock.now += 600.001  # idle past the limit: the tenant and its series leave
+    _run(handler, "new", "r4")
+    assert _tenant_points(clocked.reader)[repeated] == set()
+
+
 def test_a_returning_tenant_starts_at_zero(clocked: ClockedSdk) -> None:
     handler = clocked.handler(tenant_idle_s=60.0)
     for index in range(5):

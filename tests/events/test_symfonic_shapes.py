@@ -267,6 +267,10 @@ async def test_ask_user_pause_then_resume_as_a_new_run(telemetry: InMemoryTeleme
     assert paused["symfonic.run.pause_kind"] == "ask_user"
     assert "symfonic.response.empty" not in paused  # waiting for its user, not blank
     assert [e.name for e in runs["turn-1"].events] == ["symfonic.run.paused"]
+    # The pause event says what the run waits on (no interrupt name for a question).
+    assert dict(runs["turn-1"].events[0].attributes or {}) == {
+        "symfonic.run.pause_kind": "ask_user"
+    }
     # The graph paused inside the tool: the ask_user call ended with its run, unfinished; the
     # resumed run ran it again, to its result.
     asks = {
@@ -324,6 +328,10 @@ async def test_interrupt_pauses_the_run_and_its_loop_end_is_no_bail(
     assert "symfonic.response.empty" not in attrs
     assert "symfonic.react.termination_reason" not in attrs
     assert [e.name for e in run.events] == ["symfonic.run.paused", "symfonic.react.loop_end"]
+    assert dict(run.events[0].attributes or {}) == {
+        "symfonic.run.pause_kind": "interrupt",
+        "symfonic.run.interrupt_name": "approval_required",
+    }
     assert dict(run.events[1].attributes or {})["symfonic.run.paused"] is True
     assert _attrs(telemetry.span("execute_tool transfer"))["symfonic.step.unfinished"] is True
     assert telemetry.value("symfonic.react.silent_bails") == 0

@@ -36,3 +36,9 @@ def test_typed_usage_reads_the_table_at_access_time(monkeypatch: pytest.MonkeyPa
     assert event.typed_usage.pricing_unknown is True
     monkeypatch.setitem(pricing.DEFAULT_PRICES, "acme-llm", ModelPrice(1.0, 2.0))
     assert event.typed_usage.pricing_unknown is False
+
+
+@pytest.mark.parametrize("model", ["", None, 123])
+def test_typed_usage_of_an_event_naming_no_model_is_pricing_unknown(model: object) -> None:
+    event = LLMEndEvent(model, "x", USAGE)  # type: ignore[arg-type]
+    assert event.typed_usage.pricing_unknown is True
