@@ -70,6 +70,33 @@ def test_roots_awaited_at_max_traces_and_one_past_it(telemetry: InMemoryTelemetr
         root.end()
 
 
+def test_a_root_ending_after_its_runs_were_counted_is_awaited_no_more(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """``max_traces=2``: a run under the second request's open graph span, then one beside
+    it, evict (and count) the first request's run while its root is open; that root ending
+    later is a verdict given, not a new run."""
+    peer = Peer(telemetry, max_traces=2)
+    first = peer.tracer.start_span("request 0")
+    with trace.use_span(first, end_on_exit=False):
+        peer.agent_run(STOP)
+    second = peer.tracer.start_span("request 1")
+    with trace.use_span(second, end_on_exit=False):
+        graph = peer.tracer.start_span("graph")
+    with trace.use_span(graph, end_on_exit=False):
+        peer.agent_run(STOP)
+    with trace.use_span(second, end_on_exit=False):
+        peer.agent_run(STOP)
+    assert peer.memory.value(RUNS) == 1
+    assert peer.processor.awaits_root(first.get_span_context().trace_id)
+    first.end()
+    assert not peer.processor.awaits_root(first.get_span_context().trace_id)
+    assert peer.memory.value(RUNS) == 1
+    graph.end()
+    second.end()
+    assert peer.memory.value(RUNS) == 3
+
+
 # --- ended spans remembered ----------------------------------------------------------------
 
 
