@@ -22,8 +22,9 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from symfonic_otel import semconv
 from symfonic_otel.spans import SilentBailSpanProcessor
+from symfonic_otel.spans.traces import MAX_PENDING_RUNS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.span_peer import AGENT, Peer, chat
+from tests.support.span_peer import AGENT, WORKFLOW, Peer, chat
 
 RUNS = semconv.AGENT_RUNS.name
 STOP = chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)})
@@ -95,6 +96,26 @@ def test_a_root_ending_after_its_runs_were_counted_is_awaited_no_more(
     graph.end()
     second.end()
     assert peer.memory.value(RUNS) == 3
+
+
+def test_sub_runs_past_the_bound_under_one_open_span_are_counted_early_oldest_first(
+    peer: Peer,
+) -> None:
+    """A workflow of ``MAX_PENDING_RUNS`` sub-agents, then one more run, under one open
+    request: two runs past the bound, the two oldest sub-agents, counted before the request
+    ends; the rest when it does."""
+    root = peer.tracer.start_span("POST /batch")
+    with trace.use_span(root, end_on_exit=False):
+        with peer.span("workflow", WORKFLOW):
+            for _ in range(MAX_PENDING_RUNS):
+                peer.agent_run(STOP, {semconv.GEN_AI_AGENT_NAME: "worker"})
+        assert peer.memory.value(RUNS) == 0
+        peer.agent_run(STOP)
+        assert peer.memory.value(RUNS) == 2
+        assert peer.memory.value(RUNS, {semconv.GEN_AI_AGENT_NAME: "worker"}) == 2
+    root.end()
+    assert peer.memory.value(RUNS) == MAX_PENDING_RUNS + 2
+    assert peer.processor.open_traces == 0
 
 
 # --- ended spans remembered ----------------------------------------------------------------
