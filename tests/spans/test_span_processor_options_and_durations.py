@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
+from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
 from symfonic_otel.spans import SilentBailSpanProcessor
@@ -157,3 +158,13 @@ def test_the_smallest_valid_options_are_accepted(
 ) -> None:
     Peer(telemetry, **options).run("acme")
     assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme"}) == 1
+
+
+@pytest.mark.parametrize(("max_tenants", "warned"), [(10, False), (10**6, True)])
+def test_more_tenants_than_the_series_limit_allows_is_said_at_construction(
+    telemetry: InMemoryTelemetry, max_tenants: int, warned: bool
+) -> None:
+    with capture_logs() as logs:
+        SilentBailSpanProcessor(meter_provider=telemetry.meter_provider, max_tenants=max_tenants)
+    found = [entry for entry in logs if entry["event"] == "symfonic_otel.series_budget_above_limit"]
+    assert [entry["max_tenants"] for entry in found] == ([max_tenants] if warned else [])

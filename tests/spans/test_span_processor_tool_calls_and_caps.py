@@ -10,6 +10,7 @@ non-empty text or a number; a flag or an empty text is no tenant.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from opentelemetry.util.types import AttributeValue
@@ -97,6 +98,35 @@ def test_tool_arguments_are_read_up_to_the_json_bound_and_not_past_it(
     assert len(arguments) == MAX_JSON_CHARS + extra
     _tool_calls(peer, arguments, arguments, arguments)
     assert looping(peer.memory) == loops
+
+
+def _genai_fallback(arguments: str) -> dict[str, AttributeValue]:
+    """OpenLLMetry's ``execute_tool`` span: the arguments as its entity input."""
+    return {
+        semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+        semconv.GEN_AI_TOOL_NAME: "add",
+        semconv.TRACELOOP_ENTITY_INPUT: arguments,
+    }
+
+
+def _openinference(arguments: str) -> dict[str, AttributeValue]:
+    return {
+        semconv.OPENINFERENCE_SPAN_KIND: semconv.OPENINFERENCE_KIND_TOOL,
+        semconv.OPENINFERENCE_TOOL_NAME: "add",
+        semconv.OPENINFERENCE_INPUT_VALUE: arguments,
+    }
+
+
+@pytest.mark.parametrize("shape", [_genai_fallback, _openinference])
+@pytest.mark.parametrize(("arguments", "loops"), [(["1"] * 3, 1), (["1", "2", "3"], 0)])
+def test_tool_spans_of_each_vocabulary_are_compared_on_their_arguments(
+    peer: Peer, shape: Any, arguments: list[str], loops: int
+) -> None:
+    with peer.span("invoke_agent", AGENT):
+        for recorded in arguments:
+            peer.span_once("tool", shape(recorded))
+        peer.span_once("chat", ANSWER)
+    assert looping(peer.memory, semconv.LOOP_REPEATED_TOOL_CALL) == loops
 
 
 # --- step caps from exception events -------------------------------------------------------
