@@ -85,3 +85,23 @@ def test_a_later_nodes_blank_answer_is_the_runs_answer(peer: Peer) -> None:
     }
     _graph(peer, blank)
     assert peer.verdict() == ("no_content_no_tool_calls", "end_turn", True)
+
+
+def test_the_earliest_nodes_agent_name_labels_the_run(peer: Peer) -> None:
+    with peer.span("POST /chat", {}), peer.span("LangGraph", GRAPH):
+        for name in ("planner", "writer"):
+            with peer.span("agent", {**NODE, semconv.GEN_AI_AGENT_NAME: name}):
+                peer.span_once("chat", ANSWER)
+    [(attrs, _)] = peer.memory.points(semconv.AGENT_RUNS.name)
+    assert attrs[semconv.GEN_AI_AGENT_NAME] == "planner"
+
+
+def test_the_joined_run_lasts_from_the_first_nodes_start_to_the_last_nodes_end(
+    peer: Peer,
+) -> None:
+    _graph(peer, {})
+    nodes = [span for span in peer.memory.spans() if span.name == "agent"]
+    start = min(span.start_time or 0 for span in nodes)
+    end = max(span.end_time or 0 for span in nodes)
+    [(_, duration)] = peer.memory.points(semconv.AGENT_DURATION.name)
+    assert getattr(duration, "sum", None) == pytest.approx((end - start) / 1e9)
