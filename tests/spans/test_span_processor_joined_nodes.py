@@ -17,7 +17,7 @@ from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-from tests.support.span_peer import CAP, Peer, chat
+from tests.support.span_peer import AGENT, CAP, Peer, chat
 
 ANSWER = chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)})
 NODE: dict[str, AttributeValue] = {
@@ -105,3 +105,21 @@ def test_the_joined_run_lasts_from_the_first_nodes_start_to_the_last_nodes_end(
     end = max(span.end_time or 0 for span in nodes)
     [(_, duration)] = peer.memory.points(semconv.AGENT_DURATION.name)
     assert getattr(duration, "sum", None) == pytest.approx((end - start) / 1e9)
+
+
+# --- a span wrapping one invocation --------------------------------------------------------
+
+
+def test_a_wrapper_and_its_invocation_are_one_run_named_by_the_invocation_lasting_the_wrapper(
+    peer: Peer,
+) -> None:
+    """OpenLLMetry's ``invoke_agent`` span around the one invocation it runs: one run, the
+    invocation's own agent name first, lasting from the wrapper's start to its end."""
+    with peer.span("invoke_agent outer", {**AGENT, semconv.GEN_AI_AGENT_NAME: "outer"}):
+        peer.agent_run(ANSWER, {semconv.GEN_AI_AGENT_NAME: "inner"})
+    [(attrs, _)] = peer.memory.points(semconv.AGENT_RUNS.name)
+    assert attrs[semconv.GEN_AI_AGENT_NAME] == "inner"
+    [wrapper] = [span for span in peer.memory.spans() if span.name == "invoke_agent outer"]
+    [(_, duration)] = peer.memory.points(semconv.AGENT_DURATION.name)
+    expected = ((wrapper.end_time or 0) - (wrapper.start_time or 0)) / 1e9
+    assert getattr(duration, "sum", None) == pytest.approx(expected)
