@@ -189,9 +189,9 @@ class SilentBailSpanProcessor(SpanProcessor):
 
     def shutdown(self) -> None:
         """Count the runs still held (they ended, the roots above them did not)."""
-        self._guarded_finish(self._traces.drain())
+        _keep_traces(self._guarded_finish(self._traces.drain()))
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
+    def force_flush(self, timeout_millis: int = 30000) -> bool:  # pragma: no mutate: unused
         return True
 
     # --- housekeeping -------------------------------------------------------------------------
@@ -199,7 +199,7 @@ class SilentBailSpanProcessor(SpanProcessor):
     def expire_traces(self) -> int:
         """Count the runs held past the TTL now (also done at every metric collection)."""
         expired = self._traces.expired()
-        self._guarded_finish(expired)
+        _keep_traces(self._guarded_finish(expired))
         return len(expired)
 
     @property
@@ -217,8 +217,11 @@ class SilentBailSpanProcessor(SpanProcessor):
         parent = span.parent
         is_root = parent is None or parent.is_remote
         table = self._traces
-        if table.ended(key):
-            return  # delivered again, or evicted while open: its runs were counted
+        if table.ended(key):  # delivered again, or evicted while open: its runs were counted
+            if is_root:  # its runs' traces were marked when counted: retention waits no more
+                self._roots_awaited.pop(trace_id, None)
+                retention_marks.trace_judged(trace_id, False)
+            return
         scope = span.instrumentation_scope
         ours = scope is not None and scope.name == semconv.SCOPE_NAME
         # One copy: the SDK's attribute mapping answers a missing key by raising KeyError
@@ -257,9 +260,9 @@ class SilentBailSpanProcessor(SpanProcessor):
         keep = self._guarded_finish(evicted)
         if parent_key is None:
             self._roots_awaited.pop(trace_id, None)
-            retention_marks.trace_judged(trace_id, keep)
-        elif keep:  # runs judged before their root ended (the table's bounds)
-            retention_marks.keep_trace(trace_id)
+            retention_marks.trace_judged(trace_id, trace_id in keep)
+            keep.discard(trace_id)
+        _keep_traces(keep)  # runs judged before their roots ended (the table's bounds)
 
     def _tenant_in(self, attributes: Mapping[str, Any]) -> tuple[int, str] | None:
         for rank, key in enumerate(self._tenant_keys):
@@ -276,20 +279,21 @@ class SilentBailSpanProcessor(SpanProcessor):
                 return len(self._tenant_keys), value
         return None
 
-    def _guarded_finish(self, pendings: list[Pending]) -> bool:
-        """Count the runs; True if one of them must keep its trace (it bailed or failed)."""
-        keep = False
+    def _guarded_finish(self, pendings: list[Pending]) -> set[int]:
+        """Count the runs; the ids of the traces they must keep (a run bailed or failed)."""
+        keep: set[int] = set()
         for pending in pendings:
             if pending.ours:
                 continue  # our own handler counted these runs
-            keep = self._count_runs(pending.all_runs()) or keep
+            keep |= self._count_runs(pending.all_runs())
         return keep
 
-    def _count_runs(self, runs: list[AgentRun]) -> bool:
-        keep = False
+    def _count_runs(self, runs: list[AgentRun]) -> set[int]:
+        keep: set[int] = set()
         for run in runs:
             try:
-                keep = self._finish(run) or keep
+                if self._finish(run):
+                    keep.add(run.link[0])
             except Exception as exc:
                 self._failures.report("span_processor", exc)
                 self._dropped(INTERNAL_ERROR)
@@ -334,6 +338,11 @@ class SilentBailSpanProcessor(SpanProcessor):
             or verdict.outcome != "completed"
             or verdict.stop_reason in _KEPT_STOPS
         )
+
+
+def _keep_traces(trace_ids: set[int]) -> None:
+    for trace_id in trace_ids:
+        retention_marks.keep_trace(trace_id)
 
 
 def _failed(span: ReadableSpan) -> bool:

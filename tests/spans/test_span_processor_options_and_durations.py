@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
+from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
+from symfonic_otel.spans import SilentBailSpanProcessor
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.span_peer import Peer as SpanPeer
 
@@ -93,3 +95,70 @@ def test_an_interrupt_while_recording_passes_through(
     monkeypatch.setattr(peer.processor._metrics, "run_ended", interrupted)
     with pytest.raises(exc), peer.agent("acme"):
         peer.chat()
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        (
+            {"tenant_attributes": "tenant.id"},
+            TypeError,
+            "SilentBailSpanProcessor(tenant_attributes=...) takes a sequence of attribute names, "
+            "got 'tenant.id'",
+        ),
+        (
+            {"tenant_attributes": ("tenant.id", "")},
+            ValueError,
+            "SilentBailSpanProcessor(tenant_attributes=...) must hold non-empty str names, "
+            "got ('tenant.id', '')",
+        ),
+        (
+            {"tenant_metadata_key": 5},
+            TypeError,
+            "SilentBailSpanProcessor(tenant_metadata_key=...) must be a str or None, got 5",
+        ),
+        (
+            {"agent_name": "\n"},
+            ValueError,
+            "SilentBailSpanProcessor(agent_name=...) must be a non-empty str, got '\\n'",
+        ),
+        (
+            {"tenant_idle_s": 0},
+            ValueError,
+            "SilentBailSpanProcessor(tenant_idle_s=...) must be a positive number of seconds, "
+            "got 0",
+        ),
+        (
+            {"max_traces": 0},
+            ValueError,
+            "SilentBailSpanProcessor(max_traces=...) must be an int >= 1, got 0",
+        ),
+        (
+            {"trace_ttl_s": -1.0},
+            ValueError,
+            "SilentBailSpanProcessor(trace_ttl_s=...) must be a positive number of seconds, "
+            "got -1.0",
+        ),
+    ],
+)
+def test_each_bad_option_says_what_it_takes_and_what_it_got(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as raised:
+        SilentBailSpanProcessor(**options)
+    assert str(raised.value) == message
+
+
+def test_the_smallest_valid_bounds_are_accepted(telemetry: InMemoryTelemetry) -> None:
+    Peer(telemetry, max_tenants=1, max_traces=1).run("acme")
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme"}) == 1
+
+
+@pytest.mark.parametrize(("max_tenants", "warned"), [(10, False), (10**6, True)])
+def test_more_tenants_than_the_series_limit_allows_is_said_at_construction(
+    telemetry: InMemoryTelemetry, max_tenants: int, warned: bool
+) -> None:
+    with capture_logs() as logs:
+        SilentBailSpanProcessor(meter_provider=telemetry.meter_provider, max_tenants=max_tenants)
+    found = [entry for entry in logs if entry["event"] == "symfonic_otel.series_budget_above_limit"]
+    assert [entry["max_tenants"] for entry in found] == ([max_tenants] if warned else [])

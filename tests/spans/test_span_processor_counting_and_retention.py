@@ -1,0 +1,139 @@
+"""What reaches the span processor's count, and its word to outcome retention.
+
+A span that is no run and no model call still matters when it names the tenant or records a
+step cap, even as a leaf. A counted run goes through the active-runs gauge and back, and seeds
+its tenant's series at zero. Runs inside this package's own spans are left to its handler, at
+shutdown too. Retention hears a verdict on every local root: a trace with no run is no reason
+to keep it, a run judged before its root ended (the table's bounds) keeps its trace, and so does
+a run that stopped on a recursion limit or a detected loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from symfonic_otel import OutcomeRetentionSpanProcessor, semconv
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.span_peer import AGENT, CAP, Peer, chat
+
+ANSWER = chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",)})
+TOOL_TURN = chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)})
+RUNS = semconv.AGENT_RUNS.name
+
+
+@pytest.fixture
+def peer(telemetry: InMemoryTelemetry) -> Peer:
+    return Peer(telemetry)
+
+
+# --- leaf spans that are no run and no call ------------------------------------------------
+
+
+def test_a_leaf_span_recording_a_step_cap_caps_the_run(peer: Peer) -> None:
+    with peer.span("invoke_agent", AGENT):
+        peer.span_once("chat", ANSWER)
+        peer.span_once("node", CAP)
+    assert peer.verdict() == ("tool_calls_with_no_text", "recursion_limit", None)
+
+
+def test_a_leaf_span_naming_the_tenant_names_the_runs_tenant(peer: Peer) -> None:
+    with peer.span("invoke_agent", AGENT):
+        peer.span_once("chat", ANSWER)
+        peer.span_once("http request", {semconv.TENANT_ID: "acme"})
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.TENANT_ID: "acme"}) == 1
+
+
+# --- what a counted run records ------------------------------------------------------------
+
+
+def test_a_counted_run_leaves_no_active_run_behind(peer: Peer) -> None:
+    peer.agent_run(ANSWER)
+    [(_, active)] = peer.memory.points(semconv.ACTIVE_RUNS.name)
+    assert active == 0
+
+
+def test_a_tenants_first_run_seeds_its_bail_series_at_zero(peer: Peer) -> None:
+    peer.agent_run(ANSWER, {semconv.TENANT_ID: "acme"})
+    seeded = {
+        (attrs[semconv.TENANT_ID], attrs[semconv.REACT_TERMINATION_REASON]): value
+        for attrs, value in peer.memory.points(semconv.SILENT_BAILS.name, include_zeros=True)
+    }
+    assert seeded == {
+        ("acme", "tool_calls_with_no_text"): 0,
+        ("acme", "no_content_no_tool_calls"): 0,
+    }
+
+
+def test_at_shutdown_runs_in_our_own_spans_are_left_and_the_others_counted(
+    peer: Peer,
+) -> None:
+    """Two requests still open: the first holds a span of this package's own tracer (its
+    handler counts the runs inside it), the second a foreign run. Shutdown counts the foreign
+    run only."""
+    ours = peer.memory.tracer_provider.get_tracer(semconv.SCOPE_NAME)
+    roots = [peer.tracer.start_span(f"request {i}") for i in range(2)]
+    with trace.use_span(roots[0], end_on_exit=False), ours.start_as_current_span("agent run"):
+        peer.agent_run(TOOL_TURN)
+    with trace.use_span(roots[1], end_on_exit=False):
+        peer.agent_run(TOOL_TURN)
+    assert peer.memory.value(RUNS) == 0
+    peer.processor.shutdown()
+    assert peer.memory.value(RUNS) == 1
+    assert peer.value(semconv.SILENT_BAILS) == 1
+    for root in roots:
+        root.end()
+
+
+# --- the word to outcome retention ---------------------------------------------------------
+
+
+@pytest.fixture
+def kept(telemetry: InMemoryTelemetry) -> Iterator[InMemorySpanExporter]:
+    """What outcome retention (healthy traces dropped) exports from ``telemetry``'s provider."""
+    exported = InMemorySpanExporter()
+    retention = OutcomeRetentionSpanProcessor(
+        SimpleSpanProcessor(exported), healthy_trace_ratio=0.0
+    )
+    telemetry.tracer_provider.add_span_processor(retention)
+    yield exported
+
+
+def test_a_trace_without_a_run_is_not_kept_on_the_processors_word(
+    peer: Peer, kept: InMemorySpanExporter
+) -> None:
+    with peer.span("request", {}):
+        peer.span_once("database", {})
+    assert kept.get_finished_spans() == ()
+
+
+def test_a_bailing_run_judged_before_its_root_ends_keeps_its_trace(
+    telemetry: InMemoryTelemetry, kept: InMemorySpanExporter
+) -> None:
+    """``max_traces=1``: the second request's run evicts (and judges) the first's while its
+    root is still open; the first, a bail, is kept whole once its root ends."""
+    peer = Peer(telemetry, max_traces=1)
+    roots = [peer.tracer.start_span(f"request {i}") for i in range(2)]
+    for root, call in zip(roots, (TOOL_TURN, ANSWER), strict=True):
+        with trace.use_span(root, end_on_exit=False):
+            peer.agent_run(call)
+    assert peer.value(semconv.SILENT_BAILS) == 1
+    for root in roots:
+        root.end()
+    exported = {span.context.trace_id for span in kept.get_finished_spans()}
+    assert exported == {roots[0].get_span_context().trace_id}
+
+
+@pytest.mark.parametrize("finish", ["recursion_limit", "loop_detected"])
+def test_a_run_stopped_by_a_recursion_limit_or_a_loop_keeps_its_trace(
+    peer: Peer, kept: InMemorySpanExporter, finish: str
+) -> None:
+    """A peer whose model call reports the stop as its finish reason: no bail, a completed run,
+    and a stop reason retention keeps."""
+    peer.agent_run(chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: (finish,)}))
+    assert peer.verdict() == (None, finish, None)
+    assert len(kept.get_finished_spans()) == 2
