@@ -1,0 +1,108 @@
+"""What ``configure_telemetry`` says it built, and what it leaves behind when building fails.
+
+The ``telemetry_configured`` line is how an operator checks a deployment's telemetry from its
+logs: each field must say what was really built. A configuration that fails half-way must not
+keep the Prometheus port it had already bound.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from structlog.testing import capture_logs
+
+from symfonic_otel.export.setup import configure_telemetry
+
+pytestmark = pytest.mark.usefixtures("clean_otel_and_symfonic_env")
+
+
+def _lines(logs: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
+    return [line for line in logs if line["event"] == f"symfonic_otel.{event}"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_configured_line_names_the_service_the_endpoint_and_the_scope() -> None:
+    with capture_logs() as logs:
+        telemetry = configure_telemetry(
+            service_name="  checkout  ", otlp=False, prometheus_port=0, set_global=False
+        )
+    try:
+        [line] = _lines(logs, "telemetry_configured")
+        assert line == {
+            "event": "symfonic_otel.telemetry_configured",
+            "log_level": "info",
+            "service_name": "checkout",  # stripped, as the resource carries it
+            "traces_otlp": None,
+            "metrics_otlp": None,
+            "console": False,
+            "prometheus": f"127.0.0.1:{telemetry.prometheus_port}",
+            "is_global": False,
+            "healthy_trace_ratio": 1.0,
+        }
+        assert telemetry.resource.attributes["service.name"] == "checkout"
+    finally:
+        telemetry.shutdown(timeout_millis=1_000)
+
+
+def test_console_output_is_reported_for_either_signal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "console")
+    with capture_logs() as logs:
+        telemetry = configure_telemetry(set_global=False, export_interval_ms=600_000)
+    try:
+        [line] = _lines(logs, "telemetry_configured")
+        assert (line["console"], line["traces_otlp"], line["metrics_otlp"]) == (True, None, None)
+    finally:
+        with capture_logs():
+            telemetry.shutdown(timeout_millis=1_000)
+
+
+def test_a_ratio_with_no_otlp_trace_export_is_reported_unused() -> None:
+    with capture_logs() as logs:
+        telemetry = configure_telemetry(otlp=False, healthy_trace_ratio=0.25, set_global=False)
+    telemetry.shutdown(timeout_millis=1_000)
+    [unused] = _lines(logs, "healthy_trace_ratio_unused")
+    assert unused["log_level"] == "info"
+    assert unused["healthy_trace_ratio"] == 0.25
+    assert "no" in unused["reason"] and "OTLP trace export" in unused["reason"]
+    assert telemetry.retention is None
+    [line] = _lines(logs, "telemetry_configured")
+    assert line["healthy_trace_ratio"] == 0.25
+
+
+def test_a_ratio_of_one_holds_nothing_and_is_not_reported_unused() -> None:
+    with capture_logs() as logs:
+        telemetry = configure_telemetry(otlp=False, healthy_trace_ratio=1.0, set_global=False)
+    telemetry.shutdown(timeout_millis=1_000)
+    assert not _lines(logs, "healthy_trace_ratio_unused")
+
+
+def test_a_failed_configuration_frees_the_prometheus_port_and_stops_its_thread() -> None:
+    """The SDK refuses a reader another meter provider already owns, after the port is bound."""
+    owned = InMemoryMetricReader()
+    MeterProvider(metric_readers=[owned], shutdown_on_exit=False)
+    port = _free_port()
+    before = set(threading.enumerate())
+    with pytest.raises(Exception, match="registered already") as raised:
+        configure_telemetry(
+            otlp=False, prometheus_port=port, metric_readers=[owned], set_global=False
+        )
+    assert raised.tb is not None  # the caller still holds the failure, and its frames
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))  # the port is free again, not when collected
+    serving = [
+        t for t in set(threading.enumerate()) - before if t.name == "symfonic-otel-prometheus"
+    ]
+    for thread in serving:
+        thread.join(timeout=1.0)
+    assert not [thread for thread in serving if thread.is_alive()]
