@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from structlog.testing import capture_logs
 
+from symfonic_otel.environment import TelemetrySettingWarning
 from symfonic_otel.export.setup import configure_telemetry
 
 pytestmark = pytest.mark.usefixtures("clean_otel_and_symfonic_env")
@@ -106,3 +109,62 @@ def test_a_failed_configuration_frees_the_prometheus_port_and_stops_its_thread()
     for thread in serving:
         thread.join(timeout=1.0)
     assert not [thread for thread in serving if thread.is_alive()]
+
+
+def test_spans_carry_the_configured_resource() -> None:
+    spans = InMemorySpanExporter()
+    telemetry = configure_telemetry(
+        service_name="checkout",
+        otlp=False,
+        span_processors=[SimpleSpanProcessor(spans)],
+        set_global=False,
+    )
+    with telemetry.tracer_provider.get_tracer("t").start_as_current_span("work"):
+        pass
+    telemetry.shutdown(timeout_millis=1_000)
+    [span] = spans.get_finished_spans()
+    assert span.resource.attributes["service.name"] == "checkout"
+
+
+def test_console_output_goes_to_the_stdout_of_the_time_of_the_call(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A stdout redirected before ``configure_telemetry`` (here by capsys) gets the output."""
+    telemetry = configure_telemetry(
+        otlp=False, console=True, set_global=False, export_interval_ms=600_000
+    )
+    telemetry.meter_provider.get_meter("t").create_counter("console.proof").add(1)
+    with telemetry.tracer_provider.get_tracer("t").start_as_current_span("printed-span"):
+        pass
+    with capture_logs():
+        telemetry.shutdown(timeout_millis=2_000)
+    out = capsys.readouterr().out
+    assert '"name": "printed-span"' in out
+    assert '"name": "console.proof"' in out
+
+
+def test_only_a_ratio_below_one_puts_retention_in_front_of_the_otlp_export(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    kept: dict[float, bool] = {}
+    for ratio in (1.0, 0.5):
+        with capture_logs() as logs:
+            telemetry = configure_telemetry(otlp=None, healthy_trace_ratio=ratio, set_global=False)
+            telemetry.shutdown(timeout_millis=500)
+        kept[ratio] = telemetry.retention is not None
+        [line] = _lines(logs, "telemetry_configured")
+        assert (line["traces_otlp"], line["metrics_otlp"]) == ("grpc", None)
+    assert kept == {1.0: False, 0.5: True}
+
+
+def test_a_bad_otlp_variable_is_checked_when_only_traces_go_over_otlp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "abc")
+    with pytest.warns(TelemetrySettingWarning, match="OTEL_EXPORTER_OTLP_TIMEOUT='abc'"):
+        telemetry = configure_telemetry(otlp=None, set_global=False)
+    with capture_logs():
+        telemetry.shutdown(timeout_millis=500)
