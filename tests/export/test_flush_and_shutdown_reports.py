@@ -271,14 +271,14 @@ def test_traces_late_at_shutdown_get_three_fifths_of_the_budget_and_a_warning(
         assert telemetry.shutdown(timeout_millis=200) is False
     [late] = _lines(logs, "shutdown_timed_out")
     assert late["signals"] == ["traces"]
-    assert 100 <= late["timeout_ms"] <= 120  # 60 % of the 200 ms, less the time spent before
+    assert 60 <= late["timeout_ms"] <= 120  # 60 % of the 200 ms, less the time spent before
     [summary] = _lines(logs, "telemetry_shutdown")
     assert (summary["log_level"], summary["clean"], summary["dropped_spans"]) == (
         "warning",
         False,
         0,
     )
-    assert 100 <= summary["elapsed_ms"] < 400
+    assert 100 <= summary["elapsed_ms"] < 2_000  # bounded: never the hung processor's 5 s
     assert len(reader.shutdown_budgets) == 1  # the metrics still got the rest of the budget
 
 
