@@ -18,8 +18,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from structlog.testing import capture_logs
 
+from symfonic_otel import semconv
 from symfonic_otel.environment import TelemetrySettingWarning
 from symfonic_otel.export.setup import configure_telemetry
+from symfonic_otel.export.trace_exemplars import KeptTraceExemplarFilter
 
 pytestmark = pytest.mark.usefixtures("clean_otel_and_symfonic_env")
 
@@ -168,3 +170,33 @@ def test_a_bad_otlp_variable_is_checked_when_only_traces_go_over_otlp(
         telemetry = configure_telemetry(otlp=None, set_global=False)
     with capture_logs():
         telemetry.shutdown(timeout_millis=500)
+
+
+def test_the_dropped_spans_counter_reports_every_reason_from_the_start() -> None:
+    """At zero too, so ``rate()`` sees the first loss (no trace export here: nothing lost)."""
+    reader = InMemoryMetricReader()
+    telemetry = configure_telemetry(otlp=False, metric_readers=[reader], set_global=False)
+    data = reader.get_metrics_data()
+    telemetry.shutdown(timeout_millis=1_000)
+    points = {
+        point.attributes[semconv.TELEMETRY_DROP_REASON]: point.value
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == semconv.DROPPED_SPANS.name
+        for point in metric.data.data_points
+    }
+    assert points == {"queue_full": 0, "export_failed": 0, "unencodable": 0}
+
+
+@pytest.mark.parametrize(
+    ("value", "kept_traces_only"), [("TRACE_BASED", True), ("always_on", False)]
+)
+def test_exemplars_name_only_kept_traces_unless_the_variable_picks_another_filter(
+    monkeypatch: pytest.MonkeyPatch, value: str, kept_traces_only: bool
+) -> None:
+    monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", value)
+    telemetry = configure_telemetry(otlp=False, set_global=False)
+    chosen = telemetry.meter_provider._sdk_config.exemplar_filter  # type: ignore[attr-defined]
+    telemetry.shutdown(timeout_millis=1_000)
+    assert isinstance(chosen, KeptTraceExemplarFilter) is kept_traces_only
