@@ -190,12 +190,13 @@ def test_the_dropped_spans_counter_reports_every_reason_from_the_start() -> None
 
 
 @pytest.mark.parametrize(
-    ("value", "kept_traces_only"), [("TRACE_BASED", True), ("always_on", False)]
+    ("value", "kept_traces_only"), [(None, True), ("TRACE_BASED", True), ("always_on", False)]
 )
 def test_exemplars_name_only_kept_traces_unless_the_variable_picks_another_filter(
-    monkeypatch: pytest.MonkeyPatch, value: str, kept_traces_only: bool
+    monkeypatch: pytest.MonkeyPatch, value: str | None, kept_traces_only: bool
 ) -> None:
-    monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", value)
+    if value is not None:
+        monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", value)
     telemetry = configure_telemetry(otlp=False, set_global=False)
     chosen = telemetry.meter_provider._sdk_config.exemplar_filter  # type: ignore[attr-defined]
     telemetry.shutdown(timeout_millis=1_000)
