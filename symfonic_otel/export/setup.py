@@ -171,7 +171,10 @@ def configure_telemetry(
     # The SDK components read their own variables as they are built: a bad value gets one
     # warning naming it and the default, never an exception from deep inside the SDK.
     with substituted(settings):
-        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        tracer_provider = TracerProvider(
+            resource=resource,
+            shutdown_on_exit=False,  # pragma: no mutate: the handle's exit hook runs first
+        )
         held: DropCountingBatchSpanProcessor | None = None  # exported through retention
         if traces_protocol is not None:
             span_exporter = otlp_span_exporter(traces_protocol)
@@ -220,7 +223,7 @@ def configure_telemetry(
             meter_provider = MeterProvider(
                 resource=resource,
                 metric_readers=readers,
-                shutdown_on_exit=False,
+                shutdown_on_exit=False,  # pragma: no mutate: the handle's exit hook runs first
                 views=[cardinality_view()],
                 exemplar_filter=kept_traces if _default_exemplar_filter() else None,
             )
