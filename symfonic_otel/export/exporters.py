@@ -15,7 +15,6 @@ from typing import Final, Literal, get_args
 
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.environment_variables import (
-    OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE,
     OTEL_EXPORTER_OTLP_PROTOCOL,
 )
 from opentelemetry.sdk.metrics import MeterProvider
@@ -91,12 +90,6 @@ def otlp_span_exporter(protocol: OtlpProtocol) -> SpanExporter:
     )
 
     return HttpOTLPSpanExporter()
-
-
-def delta_preferred() -> bool:
-    """Whether ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`` asks for ``delta``."""
-    raw = os.environ.get(OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE, "")
-    return raw.strip().lower() == "delta"
 
 
 def otlp_metric_exporter(

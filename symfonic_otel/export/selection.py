@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from opentelemetry.environment_variables import OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk.environment_variables import (
@@ -50,9 +50,7 @@ def _is_set(variables: tuple[str, ...]) -> bool:
     return any(os.environ.get(name, "").strip() for name in variables)
 
 
-def _signal(
-    variable: str, endpoints: tuple[str, ...], *, prometheus: bool, log: Any
-) -> tuple[bool, bool]:
+def _signal(variable: str, endpoints: tuple[str, ...], *, prometheus: bool) -> tuple[bool, bool]:
     """(otlp, console) for one signal when ``otlp`` was not forced."""
     names = selected_exporters(variable)
     if names is not None:
@@ -62,19 +60,17 @@ def _signal(
     return _is_set(endpoints), False
 
 
-def choose_exporters(
-    *, otlp: bool | None, console: bool, prometheus: bool, log: Any
-) -> ExporterChoice:
+def choose_exporters(*, otlp: bool | None, console: bool, prometheus: bool) -> ExporterChoice:
     """Apply the module's rule to the arguments and the process environment."""
     if otlp is not None:
         return ExporterChoice(otlp, console, otlp, console)
     traces_otlp, traces_console = _signal(
-        OTEL_TRACES_EXPORTER, _TRACE_ENDPOINTS, prometheus=prometheus, log=log
+        OTEL_TRACES_EXPORTER, _TRACE_ENDPOINTS, prometheus=prometheus
     )
     # Metrics: with a Prometheus port the endpoint is the exporter; the general OTLP endpoint
     # names where traces go and does not also push every metric twice.
     metrics_otlp, metrics_console = _signal(
-        OTEL_METRICS_EXPORTER, _METRIC_ENDPOINTS, prometheus=prometheus, log=log
+        OTEL_METRICS_EXPORTER, _METRIC_ENDPOINTS, prometheus=prometheus
     )
     return ExporterChoice(
         traces_otlp=traces_otlp,

@@ -143,9 +143,7 @@ def configure_telemetry(
         attributes[SERVICE_NAME] = service_name.strip()
     resource = Resource.create(attributes)
 
-    choice = choose_exporters(
-        otlp=otlp, console=console, prometheus=prometheus_port is not None, log=log
-    )
+    choice = choose_exporters(otlp=otlp, console=console, prometheus=prometheus_port is not None)
     traces_otlp, traces_console = choice.traces_otlp, choice.traces_console
     metrics_otlp, metrics_console = choice.metrics_otlp, choice.metrics_console
     # A variable is read (and a bad value warned about) only when what reads it is built.

@@ -111,6 +111,6 @@ def test_the_exporter_variables_choose_each_signal(
         monkeypatch.setenv("OTEL_TRACES_EXPORTER", traces)
     if metrics is not None:
         monkeypatch.setenv("OTEL_METRICS_EXPORTER", metrics)
-    choice = choose_exporters(otlp=None, console=False, prometheus=prometheus, log=None)
+    choice = choose_exporters(otlp=None, console=False, prometheus=prometheus)
     shown = (choice.traces_otlp, choice.traces_console, choice.metrics_otlp, choice.metrics_console)
     assert shown == expected

@@ -5,7 +5,6 @@ checked case by case without building anything (``test_exporter_choice_in_proces
 from __future__ import annotations
 
 import pytest
-from structlog import get_logger
 
 from symfonic_otel.export.selection import ExporterChoice, choose_exporters
 
@@ -13,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("clean_otel_env")
 
 
 def _choice(*, otlp: bool | None = None, console: bool = False, prometheus: bool) -> ExporterChoice:
-    return choose_exporters(otlp=otlp, console=console, prometheus=prometheus, log=get_logger())
+    return choose_exporters(otlp=otlp, console=console, prometheus=prometheus)
 
 
 @pytest.mark.parametrize("otlp", [True, False])
