@@ -1,5 +1,5 @@
 """The documented label caps of a handler's metrics, exactly: the first 200 model names, 32 node
-names and 200 tool names keep their label; the next one is counted under ``_OTHER``."""
+names, 32 provider names and 200 tool names keep their label; the next one is ``_OTHER``."""
 
 from __future__ import annotations
 
@@ -44,6 +44,18 @@ def test_the_33rd_node_name_is_counted_under_other(telemetry: InMemoryTelemetry)
     assert len(nodes) == 33
     assert "node-31" in nodes
     assert nodes[semconv.OTHER_VALUE] == 2
+
+
+def test_the_33rd_provider_an_adapter_names_is_counted_under_other(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    handler = telemetry.handler()
+    for index in range(34):
+        handler.llm_end(LLMEndEvent("house-model", "x", USAGE), provider=f"provider-{index}")
+    providers = _labels(telemetry, CALLS, semconv.GEN_AI_PROVIDER_NAME)
+    assert len(providers) == 33
+    assert "provider-31" in providers
+    assert providers[semconv.OTHER_VALUE] == 2
 
 
 def test_the_201st_tool_name_is_counted_under_other(telemetry: InMemoryTelemetry) -> None:
