@@ -1,9 +1,12 @@
 """The documented label caps of a handler's metrics, exactly: the first 200 model names, 32 node
-names, 32 provider names and 200 tool names keep their label; the next one is ``_OTHER``."""
+names, 32 provider names, 200 tool names and 16 framework agent names keep their label; the
+next one is ``_OTHER``."""
 
 from __future__ import annotations
 
 from symfonic_otel import semconv
+from symfonic_otel.emit.agents import AgentEmitters
+from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.emit.vocabulary import label_or_other
 from symfonic_otel.events import (
     AgentEndEvent,
@@ -70,6 +73,17 @@ def test_the_201st_tool_name_is_counted_under_other(telemetry: InMemoryTelemetry
     assert len(tools) == 201
     assert "tool-199" in tools
     assert tools[semconv.OTHER_VALUE] == 2
+
+
+def test_the_17th_framework_agent_name_folds_into_other(telemetry: InMemoryTelemetry) -> None:
+    """The documented 16 names per handler; the handler's own name takes no slot."""
+    emitters = AgentEmitters(MetricEmitter(telemetry.meter_provider.get_meter("t"), "ops"))
+    for index in range(17):
+        emitters(f"agent-{index}")
+    names = emitters.names()
+    assert names[0] == "ops"
+    assert names[1:17] == [f"agent-{index}" for index in range(16)]
+    assert names[17:] == [semconv.OTHER_VALUE]
 
 
 def test_an_open_label_with_nothing_printable_left_is_other() -> None:
