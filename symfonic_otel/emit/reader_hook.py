@@ -60,7 +60,10 @@ def install(provider: MeterProvider, hub: SeriesSource) -> bool:
     points = TenantPoints(hub, resource)
     failures = [0]
 
-    def collect(reader: MetricReader, timeout_millis: float = 10_000) -> MetricsData | None:
+    def collect(
+        reader: MetricReader,
+        timeout_millis: float = 10_000,  # pragma: no mutate: every SDK reader passes its own
+    ) -> MetricsData | None:
         data = original(reader, timeout_millis=timeout_millis)
         if getattr(reader, RENDERS_TENANT_COUNTERS, False):
             return data

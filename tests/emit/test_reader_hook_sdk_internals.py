@@ -2,27 +2,31 @@
 
 ``reader_hook.install`` relies on four private names of the SDK. When any one of them is gone
 or has changed shape, it must answer False before changing anything (the hub then falls back to
-observable counters); with all of them, every reader collects the per-tenant counters. A
+observable counters); with all of them, every reader collects the per-tenant counters, within
+its own collection timeout, and a source that fails costs only its own points (logged once). A
 reader without its temporality preference is read as cumulative.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import pytest
+from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import Counter, MeterProvider
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     InMemoryMetricReader,
     MetricReader,
 )
+from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
 from symfonic_otel.emit import reader_hook
-from symfonic_otel.emit.tenant_counters import TenantCounters
+from symfonic_otel.emit.tenant_counters import Series, TenantCounters
 from symfonic_otel.emit.tenant_hub import TenantHub
 from symfonic_otel.emit.tenants import ActiveTenants
+from symfonic_otel.semconv import InstrumentSpec
 
 Moved = Callable[[pytest.MonkeyPatch, MeterProvider], None]
 
@@ -136,3 +140,51 @@ def test_a_reader_without_a_temporality_preference_is_read_as_cumulative() -> No
     reader = _PlainReader()
     del reader._instrument_class_temporality
     assert reader_hook.temporality(reader) is AggregationTemporality.CUMULATIVE
+
+
+class _Failing:
+    """A series source that fails at every collection."""
+
+    def families(self) -> Iterable[tuple[InstrumentSpec, list[Series]]]:
+        raise RuntimeError("the source failed")
+
+
+def test_a_failing_source_costs_only_its_own_points_and_is_logged_once() -> None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    provider.get_meter("app").create_counter("app.requests").add(2)
+    try:
+        assert reader_hook.install(provider, _Failing())
+        with capture_logs() as logs:
+            for _ in range(3):
+                data = reader.get_metrics_data()
+                assert data is not None  # the SDK's own metrics, every time
+                names = [
+                    metric.name
+                    for resource_metrics in data.resource_metrics
+                    for scope_metrics in resource_metrics.scope_metrics
+                    for metric in scope_metrics.metrics
+                ]
+                assert names == ["app.requests"]
+    finally:
+        provider.shutdown()
+    failed = [e for e in logs if e["event"] == "symfonic_otel.tenant_counters_collection_failed"]
+    assert [(e["log_level"], e["error"]) for e in failed] == [("warning", "RuntimeError")]
+
+
+def test_the_readers_collection_timeout_reaches_the_sdks_callbacks() -> None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    seen: list[float] = []
+
+    def observe(options: CallbackOptions) -> Iterable[Observation]:
+        seen.append(options.timeout_millis)
+        return ()
+
+    provider.get_meter("app").create_observable_gauge("app.queue", callbacks=[observe])
+    try:
+        assert reader_hook.install(provider, TenantHub())
+        reader.collect(timeout_millis=500)
+    finally:
+        provider.shutdown()
+    assert len(seen) == 1 and 0 < seen[0] <= 500
