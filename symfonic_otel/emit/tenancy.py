@@ -55,10 +55,7 @@ def tenant_scope(tenant_id: str) -> Iterator[str]:
 
 
 def resolve_tenant(
-    explicit: object = None,
-    *,
-    default: str | None = None,
-    from_baggage: bool = False,  # pragma: no mutate: its one caller passes every argument
+    explicit: object = None, *, default: str | None = None, from_baggage: bool = False
 ) -> str | None:
     """The raw tenant in effect here, before sanitising (see the module docstring's order)."""
     scoped = _scoped_tenant.get()
