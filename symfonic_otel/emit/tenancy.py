@@ -74,7 +74,7 @@ def sanitise_tenant(raw: object) -> str:
     """Printable, trimmed, at most 64 characters; reserved values prefixed; empty is ``unknown``."""
     if raw is None:
         return semconv.TENANT_UNKNOWN
-    text = raw if isinstance(raw, str) else str(raw)
+    text = raw if isinstance(raw, str) else str(raw)  # pragma: no mutate: callers pass str/None
     text = text[: MAX_TENANT_LENGTH * 4].strip()
     if not (text.isascii() and text.isprintable()):
         text = "".join(ch if ch.isprintable() else "_" for ch in text)
