@@ -249,3 +249,27 @@ def test_handlers_created_before_the_global_provider_still_drain() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+class _Housekeeping:
+    def __init__(self, fails: bool = False) -> None:
+        self.runs = 0
+        self.fails = fails
+
+    def run(self) -> None:
+        self.runs += 1
+        if self.fails:
+            raise RuntimeError("housekeeping failed")
+
+
+def test_housekeeping_runs_at_every_collection_while_its_object_lives_past_failures() -> None:
+    recorder = DeferredRecorder()
+    gone, failing, kept = _Housekeeping(), _Housekeeping(fails=True), _Housekeeping()
+    recorder.on_collect(gone.run)
+    recorder.on_collect(failing.run)
+    recorder.on_collect(kept.run)
+    del gone  # its task goes with it; the ones registered after it still run
+    for _ in range(2):
+        recorder.collect()
+    assert (failing.runs, kept.runs) == (2, 2)
+    assert recorder.failed == 2  # one per failed run, and the collection went on
