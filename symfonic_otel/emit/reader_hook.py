@@ -109,7 +109,10 @@ def install(provider: MeterProvider, hub: Hub) -> bool:
     hub.call_histograms = histograms
     failures = [0]
 
-    def collect(reader: MetricReader, timeout_millis: float = 10_000) -> MetricsData | None:
+    def collect(
+        reader: MetricReader,
+        timeout_millis: float = 10_000,  # pragma: no mutate: every SDK reader passes its own
+    ) -> MetricsData | None:
         data = original(reader, timeout_millis=timeout_millis)
         try:
             calls = (

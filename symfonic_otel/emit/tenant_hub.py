@@ -134,7 +134,9 @@ class TenantHub:
             )
             for part in now:
                 if part.exemplar is not None and (
-                    found.exemplar is None or part.exemplar[3] > found.exemplar[3]
+                    found.exemplar is None
+                    # Two exemplars of one instant are both the latest: either may be served.
+                    or part.exemplar[3] > found.exemplar[3]  # pragma: no mutate: a tie, either
                 ):
                     found.exemplar = part.exemplar
             served.append(found)

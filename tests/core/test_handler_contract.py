@@ -238,7 +238,7 @@ RETENTION_INSTRUMENTS = (
 )
 
 
-async def test_units_match_the_names_module(telemetry: InMemoryTelemetry) -> None:
+async def test_units_and_descriptions_match_the_names_module(telemetry: InMemoryTelemetry) -> None:
     handler = telemetry.handler()
     with tenant_scope("acme"):
         await replay(handler, _bail_with_synthesis_events())
@@ -259,6 +259,7 @@ async def test_units_match_the_names_module(telemetry: InMemoryTelemetry) -> Non
             continue  # the SDK setup's counters, not the handler's
         assert spec.name in recorded, spec.name
         assert recorded[spec.name].unit == spec.unit, spec.name
+        assert recorded[spec.name].description == spec.description, spec.name  # the HELP text
 
 
 async def test_error_outcome_sets_status_and_error_type(telemetry: InMemoryTelemetry) -> None:

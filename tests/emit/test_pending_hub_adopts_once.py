@@ -16,6 +16,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from symfonic_otel import semconv
+from symfonic_otel._version import __version__
 from symfonic_otel.emit import tenant_hub
 from symfonic_otel.emit.tenant_counters import TenantCounters
 from symfonic_otel.emit.tenants import ActiveTenants
@@ -49,5 +50,30 @@ def test_a_waiting_store_is_moved_once_and_counted_once(monkeypatch: pytest.Monk
             assert _runs(reader) == {"acme": 2}
         assert pending.stores == []
         assert tenant_hub.hub_for(provider).stores == [store]
+    finally:
+        provider.shutdown()
+
+
+def test_waiting_stores_are_reported_from_the_global_providers_first_collection_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two handlers waiting on one meter: its collection hook hands both stores over."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    monkeypatch.setattr(metrics, "get_meter_provider", lambda: provider)  # as if set globally
+    try:
+        pending = tenant_hub._PendingHub()
+        meter = provider.get_meter(semconv.SCOPE_NAME, __version__)
+        stores = [TenantCounters(ActiveTenants(10, 60.0), detail_cap=4) for _ in range(2)]
+        attributes = {semconv.TENANT_ID: "acme", semconv.GEN_AI_AGENT_NAME: "app"}
+        for value, store in enumerate(stores, start=2):
+            pending.wait_for_global(store, meter)
+            store.add(semconv.AGENT_RUNS.name, "acme", attributes, value)
+        assert pending.stores == stores
+        reader.get_metrics_data()  # the first collection runs the hook: the stores move
+        assert pending.stores == []
+        assert tenant_hub.hub_for(provider).stores == stores
+        for _ in range(2):
+            assert _runs(reader) == {"acme": 5}
     finally:
         provider.shutdown()

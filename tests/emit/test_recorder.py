@@ -116,9 +116,21 @@ def test_counter_series_are_bounded_and_applied_inline_past_the_cap() -> None:
     for attributes in attribute_sets:
         recorder.add(counter, 1, attributes)
     assert recorder.pending == 2
-    assert [dict(attrs) for _, attrs in counter.calls] == [{"k": "2"}, {"k": "3"}]
+    assert [(v, dict(attrs)) for v, attrs in counter.calls] == [(1, {"k": "2"}), (1, {"k": "3"})]
     recorder.drain()
     assert len(counter.calls) == 4
+
+
+def test_a_counter_failing_inline_past_the_cap_is_counted_each_time() -> None:
+    class Failing:
+        def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None:
+            raise ValueError("bad")
+
+    recorder = DeferredRecorder(series_cap=1)
+    recorder.add(_Counter(), 1, {"k": "held"})
+    for index in range(2):
+        recorder.add(Failing(), 1, {"k": str(index)})  # past the cap: applied inline, fails
+    assert recorder.failed == 2 and recorder.pending == 1
 
 
 def _delta_telemetry() -> tuple[Any, Any]:
@@ -249,3 +261,27 @@ def test_handlers_created_before_the_global_provider_still_drain() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+class _Housekeeping:
+    def __init__(self, fails: bool = False) -> None:
+        self.runs = 0
+        self.fails = fails
+
+    def run(self) -> None:
+        self.runs += 1
+        if self.fails:
+            raise RuntimeError("housekeeping failed")
+
+
+def test_housekeeping_runs_at_every_collection_while_its_object_lives_past_failures() -> None:
+    recorder = DeferredRecorder()
+    gone, failing, kept = _Housekeeping(), _Housekeeping(fails=True), _Housekeeping()
+    recorder.on_collect(gone.run)
+    recorder.on_collect(failing.run)
+    recorder.on_collect(kept.run)
+    del gone  # its task goes with it; the ones registered after it still run
+    for _ in range(2):
+        recorder.collect()
+    assert (failing.runs, kept.runs) == (2, 2)
+    assert recorder.failed == 2  # one per failed run, and the collection went on

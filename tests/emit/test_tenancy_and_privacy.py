@@ -72,6 +72,9 @@ async def test_scope_follows_asyncio_tasks(telemetry: InMemoryTelemetry) -> None
         ("x" * 100, "x" * 64),
         ("   ", "unknown"),
         ("ünïcødé-ok", "ünïcødé-ok"),
+        # Only the first 4 x 64 characters are read: a huge value costs no more than that.
+        (" " * 252 + "acme", "acme"),
+        (" " * 256 + "acme", "unknown"),
     ],
 )
 def test_tenant_values_are_sanitised(telemetry: InMemoryTelemetry, raw: str, expected: str) -> None:

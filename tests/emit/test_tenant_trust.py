@@ -98,6 +98,19 @@ def test_trusted_baggage_ranks_between_explicit_sources_and_the_default(
     ]
 
 
+def test_an_empty_trusted_baggage_tenant_is_no_tenant(telemetry: InMemoryTelemetry) -> None:
+    """Empty is no tenant, not a tenant called "": the handler default applies."""
+    from opentelemetry import baggage
+
+    handler = telemetry.handler(tenant_id="default-co", tenant_from_baggage=True)
+    token = context.attach(baggage.set_baggage(semconv.BAGGAGE_TENANT_KEY, ""))
+    try:
+        _run(handler, "empty")
+    finally:
+        context.detach(token)
+    assert _tenant_of(telemetry, "empty") == "default-co"
+
+
 def test_adapter_tenant_beats_the_handler_default(telemetry: InMemoryTelemetry) -> None:
     handler = telemetry.handler(tenant_id="default-co")
     _run(handler, "a", tenant_id="from-metadata")

@@ -192,6 +192,18 @@ def test_a_mark_on_a_dropped_trace_answers_false_and_counts_one_late_keep() -> N
     assert rig.retention.decisions == {("dropped", "ratio"): 2, ("kept", "outcome"): 1}
 
 
+def test_a_mark_reaches_every_live_retention_processor_not_only_the_latest() -> None:
+    first, second = Rig(ratio=0.0), Rig(ratio=0.0)  # two providers, each with its retention
+    first_root, second_root = first.root(), second.root()
+    assert keep_trace(first_root.get_span_context()) is True
+    assert keep_trace(second_root.get_span_context()) is True
+    first_root.end()
+    second_root.end()
+    assert first.traces() == {first_root.get_span_context().trace_id: 1}
+    assert second.traces() == {second_root.get_span_context().trace_id: 1}
+    assert first.retention.decisions == second.retention.decisions == {("kept", "outcome"): 1}
+
+
 def test_a_span_ending_after_its_trace_was_decided_follows_the_decision_and_is_counted() -> None:
     rig = Rig(ratio=0.0)
     healthy = rig.root()

@@ -39,6 +39,14 @@ def test_documented_metric_table_matches_the_names_module() -> None:
         assert (kind, unit, prometheus) == (spec.kind, spec.unit, spec.prometheus_name), spec.name
 
 
+def test_every_histogram_advises_its_bucket_boundaries() -> None:
+    """None falls back to the SDK's default boundaries, which suit no unit here."""
+    histograms = [spec for spec in semconv.ALL_INSTRUMENTS if spec.kind == "histogram"]
+    assert histograms
+    for spec in histograms:
+        assert spec.buckets and list(spec.buckets) == sorted(set(spec.buckets)), spec.name
+
+
 def test_prometheus_names_match_the_real_exporter() -> None:
     registry = CollectorRegistry()
     reader = PrometheusMetricReader()
