@@ -76,15 +76,20 @@ def keep_trace(span_context: SpanContext | int) -> bool:
     retentions = _retentions
     if not retentions:
         return True
-    kept = True
     try:
         trace_id = span_context if isinstance(span_context, int) else span_context.trace_id
-        for ref in retentions:
-            retention = ref()
-            if retention is not None and not retention.mark_keep(trace_id):
-                kept = False
     except Exception:  # a mark must never fail the run that sets it
-        return kept
+        return True
+    kept = True
+    for ref in retentions:
+        retention = ref()
+        if retention is None:
+            continue
+        try:
+            if not retention.mark_keep(trace_id):
+                kept = False
+        except Exception:  # one failing processor keeps the mark from none after it
+            continue
     return kept
 
 

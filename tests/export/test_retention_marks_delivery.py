@@ -81,3 +81,17 @@ def test_with_no_retention_processor_every_trace_will_be_exported(
     assert keep_trace(context) is True
     assert keep_trace(0x5A5A) is True
     trace_judged(0x5A5A, False)  # nobody to tell: nothing happens
+
+
+def test_a_failing_processor_keeps_the_mark_from_no_processor_after_it() -> None:
+    failing = _Failing()
+    register_retention(failing)
+    try:
+        live = Rig(ratio=0.0)
+        root = live.root()
+        trace_id = root.get_span_context().trace_id
+        assert keep_trace(root.get_span_context()) is True  # never raises into the run
+        root.end()
+        assert live.traces() == {trace_id: 1}
+    finally:
+        del failing  # the last reference: gone from the registry for the tests after this one
