@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import urllib.request
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
+from symfonic_otel.emit.budget import sdk_bounds_series
 from symfonic_otel.environment import TelemetrySettingWarning
 from symfonic_otel.export.setup import configure_telemetry
 from symfonic_otel.export.trace_exemplars import KeptTraceExemplarFilter
@@ -201,3 +203,23 @@ def test_exemplars_name_only_kept_traces_unless_the_variable_picks_another_filte
     chosen = telemetry.meter_provider._sdk_config.exemplar_filter  # type: ignore[attr-defined]
     telemetry.shutdown(timeout_millis=1_000)
     assert isinstance(chosen, KeptTraceExemplarFilter) is kept_traces_only
+
+
+def test_the_packages_instruments_keep_every_series_past_the_sdks_default_limit() -> None:
+    """The SDK folds an instrument's 2,001st attribute set into an overflow series; the
+    package's own meter is given its series budget instead (``budget.cardinality_view``)."""
+    if not sdk_bounds_series():
+        pytest.skip("this SDK has no cardinality limit to raise")
+    telemetry = configure_telemetry(otlp=False, prometheus_port=0, set_global=False)
+    try:
+        probe = telemetry.meter_provider.get_meter(semconv.SCOPE_NAME).create_counter("probe")
+        for index in range(2_001):
+            probe.add(1, {"probe.index": str(index)})
+        url = f"http://127.0.0.1:{telemetry.prometheus_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = response.read().decode()
+        series = [line for line in body.splitlines() if line.startswith("probe_total{")]
+        assert len(series) == 2_001
+        assert "otel_metric_overflow" not in body
+    finally:
+        telemetry.shutdown(timeout_millis=1_000)
