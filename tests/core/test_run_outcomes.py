@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -300,8 +301,6 @@ def test_agent_start_redelivered_after_its_end_opens_no_phantom_run(
 
 
 def test_a_run_closed_past_its_ttl_is_remembered_as_ended(telemetry: InMemoryTelemetry) -> None:
-    import time
-
     handler = telemetry.handler(run_ttl_s=0.001)
     start = AgentStartEvent("q", "r")
     handler.agent_start(start)
