@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -297,3 +298,23 @@ def test_agent_start_redelivered_after_its_end_opens_no_phantom_run(
         )
         == 1
     )
+
+
+def test_a_run_closed_past_its_ttl_is_remembered_as_ended(telemetry: InMemoryTelemetry) -> None:
+    handler = telemetry.handler(run_ttl_s=0.001)
+    start = AgentStartEvent("q", "r")
+    handler.agent_start(start)
+    time.sleep(0.002)
+    assert handler.expire_runs() == 1
+    handler.agent_end(AgentEndEvent("r", "x", 1.0, 1))  # the late end of the abandoned run
+    handler.agent_start(start)  # a redelivered start of it
+    assert handler.open_runs == 0
+    assert len([s for s in telemetry.spans() if s.name.startswith("invoke_agent")]) == 1
+    assert telemetry.value(RUNS) == 1
+    drops = "symfonic.telemetry.dropped_events"
+    for event in ("agent_end", "agent_start"):
+        duplicate = {
+            "symfonic.telemetry.event": event,
+            "symfonic.telemetry.drop_reason": "duplicate",
+        }
+        assert telemetry.value(drops, duplicate) == 1, event

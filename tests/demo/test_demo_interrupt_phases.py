@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from symfonic_otel.demo import runner, scenarios
+from symfonic_otel.demo.flush import ExportWarnings, bounded_flush
 from symfonic_otel.demo.runner import EXIT_INTERRUPTED, DemoOptions, run_demo
 from symfonic_otel.demo.traffic import Traffic
 from symfonic_otel.export.handle import Telemetry
@@ -83,3 +84,25 @@ def test_ctrl_c_during_the_shutdown_exits_130(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(Telemetry, "shutdown", shutdown_then_interrupted)
     code, _, _ = _demo()
     assert code == EXIT_INTERRUPTED
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "budget_s"),
+    [(False, runner.FLUSH_BUDGET_S), (True, runner.INTERRUPTED_FLUSH_BUDGET_S)],
+)
+def test_the_flush_waits_its_full_budget_unless_the_user_interrupted(
+    monkeypatch: pytest.MonkeyPatch, interrupt: bool, budget_s: float
+) -> None:
+    assert runner.INTERRUPTED_FLUSH_BUDGET_S < runner.FLUSH_BUDGET_S  # after Ctrl-C: shorter
+    budgets: list[float] = []
+
+    def recorded(telemetry: Telemetry, warnings: ExportWarnings, budget: float) -> bool:
+        budgets.append(budget)  # then the real flush, on that budget
+        return bounded_flush(telemetry, warnings, budget)
+
+    monkeypatch.setattr(runner, "bounded_flush", recorded)
+    if interrupt:
+        monkeypatch.setattr(Traffic, "run_count", _interrupted_async)
+    code, _, _ = _demo()
+    assert code == (EXIT_INTERRUPTED if interrupt else 0)
+    assert budgets == [budget_s]

@@ -10,6 +10,7 @@ from types import FrameType
 import pytest
 from structlog.testing import capture_logs
 
+from symfonic_otel.export import sigterm
 from symfonic_otel.export.sigterm import install
 
 
@@ -50,6 +51,35 @@ def test_the_handler_shuts_down_on_its_own_thread_then_chains() -> None:
     assert {"event": "symfonic_otel.sigterm_shutdown", "flushed": True, "log_level": "info"} in [
         {k: v for k, v in entry.items() if k in ("event", "flushed", "log_level")} for entry in logs
     ]
+
+
+class SlowShutdown:
+    """Shuts down in a few milliseconds (a collector slow to take the last batch)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+    def shutdown(self, timeout_millis: int = 30_000) -> bool:
+        threading.Event().wait(0.005)
+        self.done.set()
+        return True
+
+
+def test_the_handler_waits_the_shutdown_budget_before_handing_the_signal_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No margin past the budget: whatever wait there is, is the shutdown's own timeout.
+    monkeypatch.setattr(sigterm, "_JOIN_MARGIN_S", 0.0)
+    telemetry = SlowShutdown()
+    done_when_handed_on: list[bool] = []
+    signal.signal(signal.SIGTERM, lambda *_: done_when_handed_on.append(telemetry.done.is_set()))
+    install(telemetry, 2_000)
+    handler = _handler()
+    assert callable(handler)
+    with capture_logs() as logs:
+        handler(signal.SIGTERM, None)
+    assert done_when_handed_on == [True]
+    assert [e["flushed"] for e in logs if e["event"] == "symfonic_otel.sigterm_shutdown"] == [True]
 
 
 def test_an_ignored_sigterm_stays_ignored() -> None:

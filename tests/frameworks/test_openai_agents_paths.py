@@ -18,7 +18,7 @@ from agents import (
     Runner,
     function_tool,
 )
-from agents.tracing import generation_span
+from agents.tracing import custom_span, generation_span
 from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv, tenant_scope
@@ -99,6 +99,38 @@ def test_an_agent_used_as_a_tool_is_a_sub_run_under_the_tool_span(
     assert sub.attributes[semconv.TENANT_ID] == "acme"
     assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 2
     assert telemetry.value(BAILS) == 0
+
+
+def test_an_agent_run_inside_a_custom_span_of_a_run_sits_under_that_run(
+    telemetry: InMemoryTelemetry, processor: SymfonicTracingProcessor
+) -> None:
+    """A sub-run whose parent span is no tool span (a custom span the tool opened) hangs from
+    the outer run's span: one trace, not a new one."""
+    inner = Agent(name="researcher", model=ScriptedModel(["Found it."]))
+
+    @function_tool
+    async def research(topic: str) -> str:
+        """Research a topic."""
+        with custom_span("prepare sources"):
+            return str((await Runner.run(inner, topic)).final_output)
+
+    outer = Agent(
+        name="lead",
+        model=ScriptedModel(['call:research:{"topic": "sources"}', "Here it is."]),
+        tools=[research],
+    )
+    with tenant_scope("acme"):
+        assert Runner.run_sync(outer, "q").final_output == "Here it is."
+    lead = telemetry.span("invoke_agent lead")
+    sub = telemetry.span("invoke_agent researcher")
+    assert sub.attributes is not None and lead.attributes is not None
+    assert sub.attributes[semconv.RUN_PARENT_ID] == lead.attributes[semconv.RUN_ID]
+    assert sub.parent is not None
+    assert (sub.context.trace_id, sub.parent.span_id) == (
+        lead.context.trace_id,
+        lead.context.span_id,
+    )
+    assert telemetry.value(RUNS, {semconv.RESPONSE_EMPTY: False}) == 2
 
 
 def test_a_failing_tool_marks_its_span_and_the_run_goes_on(
