@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from agents import Runner
+from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -121,6 +122,19 @@ def test_the_names_in_use_are_the_default_then_each_admitted_name_once(
     for name in ("researcher", None, "  ", "researcher", "triage", "one-too-many", "ops"):
         emitters(name)
     assert emitters.names() == ["ops", "researcher", "triage", semconv.OTHER_VALUE]
+
+
+def test_each_agents_tool_durations_carry_its_own_name(telemetry: InMemoryTelemetry) -> None:
+    """Each name's view of the emitter keeps attribute sets of its own: a set built for one
+    agent is never served to another (the default agent's calls come first here)."""
+    emitters = AgentEmitters(MetricEmitter(telemetry.meter_provider.get_meter("t"), "ops"))
+    for name in ("ops", "researcher", "ops", "researcher"):
+        emitters(name).tool_call("acme", "search", None, 0.1, None)
+    counts: dict[str, int] = {}
+    for attrs, point in telemetry.points(semconv.EXECUTE_TOOL_DURATION.name):
+        assert isinstance(point, HistogramDataPoint)
+        counts[attrs[AGENT]] = point.count
+    assert counts == {"ops": 2, "researcher": 2}
 
 
 def test_an_abandoned_run_counts_as_an_orphan_of_its_agent(telemetry: InMemoryTelemetry) -> None:
