@@ -49,6 +49,21 @@ def _linked(data: MetricsData | None) -> dict[str, list[int | None]]:
     return linked
 
 
+def _one_bail_each(
+    store: TenantCounters, reader: InMemoryMetricReader, provider: MeterProvider
+) -> MetricsData:
+    """A bail for acme in the exported trace and one for globex in the dropped trace, collected."""
+    try:
+        for tenant, trace_id in (("acme", EXPORTED_TRACE), ("globex", DROPPED_TRACE)):
+            attributes = {semconv.TENANT_ID: tenant}
+            store.add(semconv.SILENT_BAILS.name, tenant, attributes, 1, link=(trace_id, 7))
+        data = reader.get_metrics_data()
+    finally:
+        provider.shutdown()
+    assert data is not None
+    return data
+
+
 @pytest.mark.parametrize("delta", [False, True], ids=["cumulative", "delta"])
 def test_a_tenant_exemplar_names_only_a_trace_the_filter_says_is_exported(delta: bool) -> None:
     temporality = {Counter: AggregationTemporality.DELTA} if delta else {}
@@ -58,13 +73,7 @@ def test_a_tenant_exemplar_names_only_a_trace_the_filter_says_is_exported(delta:
     hub = hub_for(provider)
     hub.add_store(store)
     hub.trace_filter = _exported
-    try:
-        for tenant, trace_id in (("acme", EXPORTED_TRACE), ("globex", DROPPED_TRACE)):
-            attributes = {semconv.TENANT_ID: tenant}
-            store.add(semconv.SILENT_BAILS.name, tenant, attributes, 1, link=(trace_id, 7))
-        data = reader.get_metrics_data()
-    finally:
-        provider.shutdown()
+    data = _one_bail_each(store, reader, provider)
     assert _linked(data) == {"acme": [EXPORTED_TRACE], "globex": []}
 
 
@@ -86,11 +95,5 @@ def test_a_source_without_a_trace_filter_keeps_every_exemplar(delta: bool) -> No
     provider = MeterProvider(metric_readers=[reader])
     store = TenantCounters(ActiveTenants(), detail_cap=4)
     assert reader_hook.install(provider, _Unfiltered(store))
-    try:
-        for tenant, trace_id in (("acme", EXPORTED_TRACE), ("globex", DROPPED_TRACE)):
-            attributes = {semconv.TENANT_ID: tenant}
-            store.add(semconv.SILENT_BAILS.name, tenant, attributes, 1, link=(trace_id, 7))
-        data = reader.get_metrics_data()
-    finally:
-        provider.shutdown()
+    data = _one_bail_each(store, reader, provider)
     assert _linked(data) == {"acme": [EXPORTED_TRACE], "globex": [DROPPED_TRACE]}
