@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics import Histogram, MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOnExemplarFilter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     HistogramDataPoint,
@@ -22,6 +22,7 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -191,6 +192,77 @@ def test_a_full_queue_is_folded_by_the_recording_thread() -> None:
     points = histograms.metrics(reader, AggregationTemporality.CUMULATIVE)[0].data.data_points
     by_set = {tuple(sorted(p.attributes.items())): p.count for p in points}  # type: ignore[union-attr]
     assert by_set == {(("n", 0),): 4, (("n", 1),): 3, ((semconv.METRIC_OVERFLOW, True),): 3}
+
+
+@pytest.mark.parametrize(
+    "temporality",
+    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
+    ids=lambda t: t.name.lower(),
+)
+def test_values_early_handlers_put_in_the_sdk_are_summed_into_one_family_per_set(
+    temporality: AggregationTemporality,
+) -> None:
+    """Handlers built before their provider recorded into the SDK's instruments (the package's
+    scope): each of their sets is summed with the in-process one into one point, as one SDK
+    histogram fed all the values would give; another scope's same-named metric is left alone."""
+    reader = InMemoryMetricReader(preferred_temporality={Histogram: temporality})
+    resource = Resource({"service.name": "svc"})
+    provider = MeterProvider(
+        metric_readers=[reader], resource=resource, exemplar_filter=AlwaysOnExemplarFilter()
+    )
+    histograms = tenant_hub.hub_for(provider).call_histograms
+    assert histograms is not None
+    scope = provider.get_meter(semconv.SCOPE_NAME, "1.0", schema_url="https://schema/1")
+    advice = {"explicit_bucket_boundaries_advisory": list(CALLS.buckets)}
+    early = scope.create_histogram(CALLS.name, CALLS.unit, CALLS.description, **advice)
+    other = provider.get_meter("elsewhere").create_histogram(CALLS.name, CALLS.unit, **advice)
+    reference_reader = InMemoryMetricReader()
+    reference = MeterProvider(metric_readers=[reference_reader])
+    sdk = reference.get_meter("reference").create_histogram(CALLS.name, **advice)
+    for value, attributes in ((2, SETS[0]), (300, SETS[0]), (4, SETS[1])):
+        early.record(value, attributes)
+        sdk.record(value, attributes)
+    other.record(1000, SETS[0])
+    histograms.record(SETS[0], 5, 7, (0xABC, 0x12))
+    histograms.record({"only": "ours"}, 1, None)
+    sdk.record(5, SETS[0])
+    sdk.record(1, {"only": "ours"})
+
+    data = reader.get_metrics_data()
+    assert data is not None
+    (resource_metrics,) = data.resource_metrics
+    assert resource_metrics.resource is resource
+    found = {
+        (scope.scope.name, scope.schema_url, metric.name): metric
+        for scope in resource_metrics.scope_metrics
+        for metric in scope.metrics
+    }
+    calls = found[(semconv.SCOPE_NAME, "https://schema/1", CALLS.name)]
+    assert (calls.unit, calls.description) == (CALLS.unit, CALLS.description)
+    assert calls.data.aggregation_temporality == temporality  # type: ignore[union-attr]
+    points = calls.data.data_points  # type: ignore[union-attr]
+    expected = _points(reference_reader.get_metrics_data(), CALLS.name)
+    assert sorted(map(_shape, points), key=repr) == sorted(map(_shape, expected), key=repr)
+    by_set = {tuple(sorted((p.attributes or {}).items())): p for p in points}
+    summed, sdk_only = (
+        by_set[tuple(sorted(SETS[0].items()))],
+        by_set[tuple(sorted(SETS[1].items()))],
+    )
+    ours_only = by_set[(("only", "ours"),)]
+    # The summed set spans both: from the earlier start to the later collection time.
+    assert summed.start_time_unix_nano == min(
+        ours_only.start_time_unix_nano, sdk_only.start_time_unix_nano
+    )
+    assert summed.time_unix_nano == max(ours_only.time_unix_nano, sdk_only.time_unix_nano)
+    exemplars = sorted((e.value, e.trace_id or 0) for e in summed.exemplars)
+    assert exemplars == [(2, 0), (5, 0xABC), (300, 0)]
+    (elsewhere,) = found[("elsewhere", "", CALLS.name)].data.data_points  # type: ignore[union-attr]
+    assert (elsewhere.count, elsewhere.sum) == (1, 1000)
+    # The tool calls had no SDK instrument: the in-process family is added as it is.
+    (tools,) = _points(data, TOOLS.name)
+    assert (dict(tools.attributes or {}), tools.count, tools.sum) == (SETS[0], 1, 7)
+    provider.shutdown()
+    reference.shutdown()
 
 
 def _turn(handler: OTelCallbackHandler, run_id: str) -> None:
