@@ -183,8 +183,7 @@ class CallHistograms:
                 if seen is None:
                     seen = sets[key] = _Acc(attributes, view.last_ns)
                 seen.add(value, bucket)
-            # Cumulative: only its exemplars (an empty one made here would serve none).
-            elif exemplar is not None and seen is None:  # pragma: no mutate: see above
+            elif exemplar is not None and seen is None:  # cumulative: only its exemplars
                 seen = sets[key] = _Acc(attributes, view.last_ns)  # pragma: no mutate: start unused
             if exemplar is not None and seen is not None:
                 seen.exemplars[bucket] = exemplar
