@@ -8,13 +8,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics import Histogram, MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOnExemplarFilter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     HistogramDataPoint,
@@ -22,6 +23,7 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -185,12 +187,94 @@ def test_a_full_queue_is_folded_by_the_recording_thread() -> None:
     histograms = CallHistograms(queue_cap=4, max_sets=2)
     reader = InMemoryMetricReader()
     histograms.add_reader(reader, AggregationTemporality.CUMULATIVE)
+    held = []
     for index in range(10):
         histograms.record({"n": index % 3}, 1, None)
-        assert len(histograms._queue) <= 4
+        held.append(len(histograms._queue))
+    assert max(held) == 4  # the queue holds up to its cap, then the next run folds it
     points = histograms.metrics(reader, AggregationTemporality.CUMULATIVE)[0].data.data_points
     by_set = {tuple(sorted(p.attributes.items())): p.count for p in points}  # type: ignore[union-attr]
     assert by_set == {(("n", 0),): 4, (("n", 1),): 3, ((semconv.METRIC_OVERFLOW, True),): 3}
+
+
+@pytest.mark.parametrize(
+    "temporality",
+    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
+    ids=lambda t: t.name.lower(),
+)
+@pytest.mark.parametrize("other_scope", [True, False], ids=["other-scope", "alone"])
+def test_values_early_handlers_put_in_the_sdk_are_summed_into_one_family_per_set(
+    temporality: AggregationTemporality, other_scope: bool
+) -> None:
+    """Handlers built before their provider recorded into the SDK's instruments (the package's
+    scope): each of their sets is summed with the in-process one into one point, as one SDK
+    histogram fed all the values would give; another scope's same-named metric is left alone."""
+    reader = InMemoryMetricReader(preferred_temporality={Histogram: temporality})
+    resource = Resource({"service.name": "svc"}, schema_url="https://schema/r")
+    provider = MeterProvider(
+        metric_readers=[reader], resource=resource, exemplar_filter=AlwaysOnExemplarFilter()
+    )
+    histograms = tenant_hub.hub_for(provider).call_histograms
+    assert histograms is not None
+    advice = {"explicit_bucket_boundaries_advisory": list(CALLS.buckets)}
+    if other_scope:  # the same name in another scope, collected first
+        other = provider.get_meter("elsewhere").create_histogram(CALLS.name, CALLS.unit, **advice)
+        other.record(1000, SETS[0])
+    scope = provider.get_meter(semconv.SCOPE_NAME, "1.0", schema_url="https://schema/1")
+    if other_scope:  # and another of the package's own metrics
+        scope.create_counter("symfonic.other").add(1)
+    early = scope.create_histogram(CALLS.name, CALLS.unit, CALLS.description, **advice)
+    reference_reader = InMemoryMetricReader()
+    reference = MeterProvider(metric_readers=[reference_reader])
+    sdk = reference.get_meter("reference").create_histogram(CALLS.name, **advice)
+    for value, attributes in ((2, SETS[0]), (300, SETS[0]), (4, SETS[1])):
+        early.record(value, attributes)
+        sdk.record(value, attributes)
+    histograms.record(SETS[0], 5, 7, (0xABC, 0x12))
+    histograms.record({"only": "ours"}, 1, None)
+    sdk.record(5, SETS[0])
+    sdk.record(1, {"only": "ours"})
+
+    data = reader.get_metrics_data()
+    assert data is not None
+    (resource_metrics,) = data.resource_metrics
+    assert (resource_metrics.resource, resource_metrics.schema_url) == (
+        resource,
+        "https://schema/r",
+    )
+    found = {
+        (scope.scope.name, scope.schema_url, metric.name): metric
+        for scope in resource_metrics.scope_metrics
+        for metric in scope.metrics
+    }
+    calls = found[(semconv.SCOPE_NAME, "https://schema/1", CALLS.name)]
+    assert (calls.unit, calls.description) == (CALLS.unit, CALLS.description)
+    assert calls.data.aggregation_temporality == temporality  # type: ignore[union-attr]
+    points = calls.data.data_points  # type: ignore[union-attr]
+    expected = _points(reference_reader.get_metrics_data(), CALLS.name)
+    assert sorted(map(_shape, points), key=repr) == sorted(map(_shape, expected), key=repr)
+    by_set = {tuple(sorted((p.attributes or {}).items())): p for p in points}
+    summed, sdk_only = (
+        by_set[tuple(sorted(SETS[0].items()))],
+        by_set[tuple(sorted(SETS[1].items()))],
+    )
+    ours_only = by_set[(("only", "ours"),)]
+    # The summed set spans both: from the earlier start to the later collection time.
+    assert summed.start_time_unix_nano == min(
+        ours_only.start_time_unix_nano, sdk_only.start_time_unix_nano
+    )
+    assert summed.time_unix_nano == max(ours_only.time_unix_nano, sdk_only.time_unix_nano)
+    exemplars = sorted((e.value, e.trace_id or 0) for e in summed.exemplars)
+    assert exemplars == [(2, 0), (5, 0xABC), (300, 0)]
+    if other_scope:
+        (elsewhere,) = found[("elsewhere", "", CALLS.name)].data.data_points  # type: ignore[union-attr]
+        assert (elsewhere.count, elsewhere.sum) == (1, 1000)
+    assert [name for *_, name in found].count(CALLS.name) == 1 + other_scope
+    # The tool calls had no SDK instrument: the in-process family is added as it is.
+    (tools,) = _points(data, TOOLS.name)
+    assert (dict(tools.attributes or {}), tools.count, tools.sum) == (SETS[0], 1, 7)
+    provider.shutdown()
+    reference.shutdown()
 
 
 def _turn(handler: OTelCallbackHandler, run_id: str) -> None:
@@ -288,3 +372,96 @@ def test_a_handler_built_before_its_provider_shares_one_family_with_later_ones()
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[('gen_ai.invoke_agent.inference_calls', [(2, 6)])]"
+
+
+@pytest.mark.parametrize(
+    "temporality",
+    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
+    ids=lambda t: t.name.lower(),
+)
+def test_exemplars_carry_the_fold_time_and_pass_the_trace_filter(
+    temporality: AggregationTemporality,
+) -> None:
+    """Both histograms' exemplars name the run's span, carry no filtered attributes and the
+    time the value was folded; a trace the filter refuses gives none."""
+    histograms = CallHistograms(trace_filter=lambda: lambda trace: trace != 0xBAD)
+    reader = InMemoryMetricReader()
+    histograms.add_reader(reader, temporality)
+    before = time.time_ns()
+    histograms.record(SETS[0], 3, 4, (0xABC, 0x12))
+    histograms.record(SETS[0], 100, 100, (0xBAD, 0x13))
+    histograms.fold()
+    after = time.time_ns()
+    metrics = histograms.metrics(reader, temporality)
+    assert [m.data.aggregation_temporality for m in metrics] == [temporality] * 2  # type: ignore[union-attr]
+    for metric, value in zip(metrics, (3, 4), strict=True):
+        (point,) = metric.data.data_points  # type: ignore[union-attr]
+        assert point.count == 2
+        (exemplar,) = point.exemplars
+        assert (exemplar.trace_id, exemplar.span_id, exemplar.value) == (0xABC, 0x12, value)
+        assert exemplar.filtered_attributes == {}
+        assert before <= exemplar.time_unix_nano <= after
+
+
+def test_without_exemplars_no_point_carries_one() -> None:
+    reader = InMemoryMetricReader()
+    for histograms, expected in ((CallHistograms(), 1), (CallHistograms(exemplars=False), 0)):
+        histograms.add_reader(reader, AggregationTemporality.CUMULATIVE)
+        histograms.record(SETS[0], 3, 4, (0xABC, 0x12))
+        for metric in histograms.metrics(reader, AggregationTemporality.CUMULATIVE):
+            (point,) = metric.data.data_points  # type: ignore[union-attr]
+            assert len(point.exemplars) == expected
+
+
+@pytest.mark.parametrize(
+    "temporality",
+    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
+    ids=lambda t: t.name.lower(),
+)
+def test_a_set_s_start_is_the_fold_or_collection_before_its_first_value(
+    temporality: AggregationTemporality,
+) -> None:
+    """A set's start is a time before its first value and after the previous collection (its
+    first cumulative point, every delta point)."""
+    made = time.time_ns()
+    histograms = CallHistograms()
+    reader = InMemoryMetricReader()
+    histograms.add_reader(reader, temporality)
+    histograms.record(SETS[0], 1, 1)
+    (first,) = histograms.metrics(reader, temporality)[0].data.data_points  # type: ignore[union-attr]
+    assert made <= first.start_time_unix_nano <= first.time_unix_nano
+    histograms.record(SETS[1], 2, 2)
+    points = histograms.metrics(reader, temporality)[0].data.data_points  # type: ignore[union-attr]
+    (later,) = [p for p in points if p.attributes == SETS[1]]
+    assert first.start_time_unix_nano < later.start_time_unix_nano <= later.time_unix_nano
+    if temporality is AggregationTemporality.DELTA:  # since the reader's previous collection
+        assert later.start_time_unix_nano == first.time_unix_nano
+    else:  # since the fold before its first value, within the previous collection
+        assert later.start_time_unix_nano <= first.time_unix_nano
+
+
+@pytest.mark.parametrize(
+    "temporality",
+    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
+    ids=lambda t: t.name.lower(),
+)
+def test_a_reader_not_followed_before_gets_everything_so_far_once(
+    temporality: AggregationTemporality,
+) -> None:
+    """A reader first seen at its collection gets every value folded before, in both histograms
+    and with its temporality; a delta reader then gets only what is new."""
+    histograms = CallHistograms()
+    histograms.record(SETS[0], 3, 7)
+    histograms.record(SETS[1], 5, None)
+    reader = InMemoryMetricReader()
+    metrics = histograms.metrics(reader, temporality)
+    shapes = {
+        m.name: sorted((p.count, p.sum) for p in m.data.data_points)  # type: ignore[union-attr]
+        for m in metrics
+    }
+    assert shapes == {CALLS.name: [(1, 3), (1, 5)], TOOLS.name: [(1, 7)]}
+    assert {m.data.aggregation_temporality for m in metrics} == {temporality}  # type: ignore[union-attr]
+    histograms.record(SETS[0], 1, None)
+    again = histograms.metrics(reader, temporality)
+    counts = sorted(p.count for p in again[0].data.data_points)  # type: ignore[union-attr]
+    assert counts == ([1] if temporality is AggregationTemporality.DELTA else [1, 2])
