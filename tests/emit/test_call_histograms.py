@@ -80,6 +80,13 @@ def two_readers() -> Iterator[tuple[InMemoryMetricReader, InMemoryMetricReader, 
     provider.shutdown()
 
 
+each_temporality = pytest.mark.parametrize(
+    "temporality",
+    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
+    ids=lambda t: t.name.lower(),
+)
+
+
 def test_points_equal_a_real_sdk_histogram_fed_the_same_values(
     two_readers: tuple[InMemoryMetricReader, InMemoryMetricReader, CallHistograms],
 ) -> None:
@@ -197,11 +204,7 @@ def test_a_full_queue_is_folded_by_the_recording_thread() -> None:
     assert by_set == {(("n", 0),): 4, (("n", 1),): 3, ((semconv.METRIC_OVERFLOW, True),): 3}
 
 
-@pytest.mark.parametrize(
-    "temporality",
-    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
-    ids=lambda t: t.name.lower(),
-)
+@each_temporality
 @pytest.mark.parametrize("other_scope", [True, False], ids=["other-scope", "alone"])
 def test_values_early_handlers_put_in_the_sdk_are_summed_into_one_family_per_set(
     temporality: AggregationTemporality, other_scope: bool
@@ -374,11 +377,7 @@ def test_a_handler_built_before_its_provider_shares_one_family_with_later_ones()
     assert done.stdout.strip() == "[('gen_ai.invoke_agent.inference_calls', [(2, 6)])]"
 
 
-@pytest.mark.parametrize(
-    "temporality",
-    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
-    ids=lambda t: t.name.lower(),
-)
+@each_temporality
 def test_exemplars_carry_the_fold_time_and_pass_the_trace_filter(
     temporality: AggregationTemporality,
 ) -> None:
@@ -413,11 +412,7 @@ def test_without_exemplars_no_point_carries_one() -> None:
             assert len(point.exemplars) == expected
 
 
-@pytest.mark.parametrize(
-    "temporality",
-    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
-    ids=lambda t: t.name.lower(),
-)
+@each_temporality
 def test_a_set_s_start_is_the_fold_or_collection_before_its_first_value(
     temporality: AggregationTemporality,
 ) -> None:
@@ -440,11 +435,7 @@ def test_a_set_s_start_is_the_fold_or_collection_before_its_first_value(
         assert later.start_time_unix_nano <= first.time_unix_nano
 
 
-@pytest.mark.parametrize(
-    "temporality",
-    [AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA],
-    ids=lambda t: t.name.lower(),
-)
+@each_temporality
 def test_a_reader_not_followed_before_gets_everything_so_far_once(
     temporality: AggregationTemporality,
 ) -> None:
