@@ -337,3 +337,68 @@ def test_a_framework_agent_name_labels_its_loop_series(telemetry: InMemoryTeleme
     assert repeated(telemetry, gen_ai__agent__name="bot") == 2
     ((attrs, _),) = telemetry.points(semconv.INVOKE_AGENT_TOOL_CALLS.name)
     assert attrs[semconv.GEN_AI_AGENT_NAME] == "bot"
+
+
+class _Listed(BaseModel):
+    q: list[int]
+
+
+class _Named:
+    """An argument JSON cannot encode: its text (``str``) is what it says."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class _Hostile:
+    """Arguments that raise when read: each object stands for itself."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def model_dump(self) -> dict[str, Any]:
+        raise RuntimeError("unreadable")
+
+    def __repr__(self) -> str:
+        return f"_Hostile({self.tag})"
+
+    def __str__(self) -> str:
+        raise RuntimeError("unreadable")
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (None, ""),
+        ('{"q": 1}', {"q": 1}),
+        ('  {"q": 1}', {"q": 1}),
+        (_Listed(q=[1]), {"q": [1]}),
+        (_Named("x"), _Named("x")),
+    ],
+    ids=[
+        "none-is-empty",
+        "json-text-is-its-mapping",
+        "leading-blanks",
+        "model-is-its-fields",
+        "equal-text",
+    ],
+)
+def test_the_same_arguments_in_any_shape_are_one_call(one: object, other: object) -> None:
+    assert signature("search", one) == signature("search", other)
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (["x"], ["y"]),
+        (_Hostile("a"), _Hostile("b")),
+        ([{1: "a", "b": 2}], [{1: "a", "b": 3}]),
+        (_Listed(q=[1]), _Listed(q=[2])),
+    ],
+    ids=["lists", "unreadable", "unsortable-keys", "models"],
+)
+def test_different_arguments_are_different_calls(one: object, other: object) -> None:
+    assert signature("search", one) != signature("search", other)
