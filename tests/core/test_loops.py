@@ -390,15 +390,23 @@ def test_the_same_arguments_in_any_shape_are_one_call(one: object, other: object
     assert signature("search", one) == signature("search", other)
 
 
+class _Unprintable(_Hostile):
+    """Arguments that cannot even be shown: the object's identity stands for it."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("unprintable")
+
+
 @pytest.mark.parametrize(
     ("one", "other"),
     [
         (["x"], ["y"]),
+        (_Unprintable("a"), _Unprintable("a")),
         (_Hostile("a"), _Hostile("b")),
         ([{1: "a", "b": 2}], [{1: "a", "b": 3}]),
         (_Listed(q=[1]), _Listed(q=[2])),
     ],
-    ids=["lists", "unreadable", "unsortable-keys", "models"],
+    ids=["lists", "unprintable", "unreadable", "unsortable-keys", "models"],
 )
 def test_different_arguments_are_different_calls(one: object, other: object) -> None:
     assert signature("search", one) != signature("search", other)
