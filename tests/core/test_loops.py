@@ -410,3 +410,20 @@ class _Unprintable(_Hostile):
 )
 def test_different_arguments_are_different_calls(one: object, other: object) -> None:
     assert signature("search", one) != signature("search", other)
+
+
+def test_arguments_known_only_later_are_compared_without_counting_again(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """``tool_arguments`` names calls already counted: they loop, they are not counted twice."""
+    h = telemetry.handler()
+    _start(h, "r1")
+    for _ in range(3):
+        h.tool_arguments("r1", "search", {"q": "a"})
+    assert looping(telemetry) == 1
+    assert repeated(telemetry) == 2
+    _end(h, "r1")
+    (event,) = all_loop_events(telemetry)
+    assert "search" in event.values()
+    (run,) = run_spans(telemetry)
+    assert (run.attributes or {})[semconv.RUN_TOOL_CALLS] == 0
