@@ -14,7 +14,7 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from pydantic import BaseModel
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
-from symfonic_otel.core.loops import signature
+from symfonic_otel.core.loops import counts, signature
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ToolResultEvent
 from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
@@ -427,3 +427,22 @@ def test_arguments_known_only_later_are_compared_without_counting_again(
     assert "search" in event.values()
     (run,) = run_spans(telemetry)
     assert (run.attributes or {})[semconv.RUN_TOOL_CALLS] == 0
+
+
+def test_the_run_span_has_its_counts_at_detection(telemetry: InMemoryTelemetry) -> None:
+    """A run still running when it loops shows its counts so far on its span, as ``counts``."""
+    h = telemetry.handler()
+    _start(h, "r1")
+    for i in range(3):
+        _tool(h, "r1", i, "search", "same")
+    run = h._core.runs.get("r1")
+    assert run is not None
+    expected = {
+        semconv.RUN_INFERENCE_CALLS: 0,
+        semconv.RUN_TOOL_CALLS: 3,
+        semconv.RUN_REPEATED_TOOL_CALLS: 2,
+    }
+    attrs = dict(run.span.attributes or {})  # type: ignore[attr-defined]
+    assert {key: attrs.get(key) for key in expected} == expected
+    assert {key: counts(run)[key] for key in expected} == expected
+    _end(h, "r1")
