@@ -134,7 +134,7 @@ class LoopMetrics:
         """``run`` repeated a call since its last report: report it at the next collection."""
         repeats = self._repeats
         repeats.append((run, tenant))
-        if len(repeats) > REPEATS_CAP:
+        if len(repeats) > REPEATS_CAP:  # pragma: no mutate: memory bound, +-1 entry
             self.report_repeats()
 
     def report_repeats(self) -> None:
@@ -146,8 +146,9 @@ class LoopMetrics:
                 try:
                     run, tenant = repeats.popleft()
                 except IndexError:  # pragma: no cover - a racing append is picked up next time
-                    break
-                run.queued = False  # before the read: a repeat from now on queues it again
+                    break  # pragma: no mutate: unreachable, only this locked loop pops
+                # Before the read: a repeat from now on queues it again.
+                run.queued = False  # pragma: no mutate: read only as `not queued`
                 repeated = run.repeated
                 new, run.reported = repeated - run.reported, repeated
                 if new:

@@ -14,7 +14,7 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from pydantic import BaseModel
 
 from symfonic_otel import OTelCallbackHandler, semconv, tenant_scope
-from symfonic_otel.core.loops import signature
+from symfonic_otel.core.loops import counts, signature
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent, ToolResultEvent
 from symfonic_otel.read.content import MAX_CONTENT_CHARS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
@@ -337,3 +337,112 @@ def test_a_framework_agent_name_labels_its_loop_series(telemetry: InMemoryTeleme
     assert repeated(telemetry, gen_ai__agent__name="bot") == 2
     ((attrs, _),) = telemetry.points(semconv.INVOKE_AGENT_TOOL_CALLS.name)
     assert attrs[semconv.GEN_AI_AGENT_NAME] == "bot"
+
+
+class _Listed(BaseModel):
+    q: list[int]
+
+
+class _Named:
+    """An argument JSON cannot encode: its text (``str``) is what it says."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class _Hostile:
+    """Arguments that raise when read: each object stands for itself."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def model_dump(self) -> dict[str, Any]:
+        raise RuntimeError("unreadable")
+
+    def __repr__(self) -> str:
+        return f"_Hostile({self.tag})"
+
+    def __str__(self) -> str:
+        raise RuntimeError("unreadable")
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (None, ""),
+        ('{"q": 1}', {"q": 1}),
+        ('  {"q": 1}', {"q": 1}),
+        (_Listed(q=[1]), {"q": [1]}),
+        (_Named("x"), _Named("x")),
+    ],
+    ids=[
+        "none-is-empty",
+        "json-text-is-its-mapping",
+        "leading-blanks",
+        "model-is-its-fields",
+        "equal-text",
+    ],
+)
+def test_the_same_arguments_in_any_shape_are_one_call(one: object, other: object) -> None:
+    assert signature("search", one) == signature("search", other)
+
+
+class _Unprintable(_Hostile):
+    """Arguments that cannot even be shown: the object's identity stands for it."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("unprintable")
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (["x"], ["y"]),
+        (_Unprintable("a"), _Unprintable("a")),
+        (_Hostile("a"), _Hostile("b")),
+        ([{1: "a", "b": 2}], [{1: "a", "b": 3}]),
+        (_Listed(q=[1]), _Listed(q=[2])),
+    ],
+    ids=["lists", "unprintable", "unreadable", "unsortable-keys", "models"],
+)
+def test_different_arguments_are_different_calls(one: object, other: object) -> None:
+    assert signature("search", one) != signature("search", other)
+
+
+def test_arguments_known_only_later_are_compared_without_counting_again(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """``tool_arguments`` names calls already counted: they loop, they are not counted twice."""
+    h = telemetry.handler()
+    _start(h, "r1")
+    for _ in range(3):
+        h.tool_arguments("r1", "search", {"q": "a"})
+    assert looping(telemetry) == 1
+    assert repeated(telemetry) == 2
+    _end(h, "r1")
+    (event,) = all_loop_events(telemetry)
+    assert "search" in event.values()
+    (run,) = run_spans(telemetry)
+    assert (run.attributes or {})[semconv.RUN_TOOL_CALLS] == 0
+
+
+def test_the_run_span_has_its_counts_at_detection(telemetry: InMemoryTelemetry) -> None:
+    """A run still running when it loops shows its counts so far on its span, as ``counts``."""
+    h = telemetry.handler()
+    _start(h, "r1")
+    for i in range(3):
+        _tool(h, "r1", i, "search", "same")
+    run = h._core.runs.get("r1")
+    assert run is not None
+    expected = {
+        semconv.RUN_INFERENCE_CALLS: 0,
+        semconv.RUN_TOOL_CALLS: 3,
+        semconv.RUN_REPEATED_TOOL_CALLS: 2,
+    }
+    attrs = dict(run.span.attributes or {})  # type: ignore[attr-defined]
+    assert {key: attrs.get(key) for key in expected} == expected
+    assert {key: counts(run)[key] for key in expected} == expected
+    _end(h, "r1")

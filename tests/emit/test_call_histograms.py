@@ -31,6 +31,7 @@ from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.emit import tenant_hub
 from symfonic_otel.emit.budget import cardinality_view
 from symfonic_otel.emit.call_histograms import CallHistograms
+from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -456,3 +457,29 @@ def test_a_reader_not_followed_before_gets_everything_so_far_once(
     again = histograms.metrics(reader, temporality)
     counts = sorted(p.count for p in again[0].data.data_points)  # type: ignore[union-attr]
     assert counts == ([1] if temporality is AggregationTemporality.DELTA else [1, 2])
+
+
+@pytest.mark.parametrize("tools", [None, 7], ids=["tool-calls-unknown", "tool-calls-known"])
+def test_on_the_sdk_path_a_run_end_keeps_its_set_and_its_exemplar(tools: int | None) -> None:
+    """Where the hook cannot serve them, a run's counts still carry the agent and outcome and,
+    given the run's span, an exemplar leading to it; unknown tool calls record no tool point."""
+    reader = InMemoryMetricReader()
+    view = View(instrument_name=TOOLS.name, aggregation=ExplicitBucketHistogramAggregation((1, 10)))
+    provider = MeterProvider(
+        metric_readers=[reader], views=[view], exemplar_filter=AlwaysOnExemplarFilter()
+    )
+    emitter = MetricEmitter(provider.get_meter("t"), "ops", meter_provider=provider)
+    assert emitter.call_histograms is None
+    emitter.loops.run_calls("acme", "completed", 4, tools, (0xABC, 0xDEF))
+    data = reader.get_metrics_data()
+    expected = {semconv.GEN_AI_AGENT_NAME: "ops", semconv.RUN_OUTCOME: "completed"}
+    shown = [(CALLS.name, 4)] + ([] if tools is None else [(TOOLS.name, tools)])
+    for name, value in shown:
+        (point,) = _points(data, name)
+        assert (dict(point.attributes or {}), point.count, point.sum) == (expected, 1, value)
+        assert [(e.value, e.trace_id, e.span_id) for e in point.exemplars] == [
+            (value, 0xABC, 0xDEF)
+        ]
+    if tools is None:
+        assert _points(data, TOOLS.name) == []
+    provider.shutdown()

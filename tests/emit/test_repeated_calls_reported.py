@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from symfonic_otel import OTelCallbackHandler, semconv
 from symfonic_otel.emit import loop_metrics
+from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, ToolCallStartEvent, ToolResultEvent
 
 REPEATED = semconv.REPEATED_TOOL_CALLS.name
@@ -140,3 +141,14 @@ def test_a_repeat_landing_while_its_run_is_reported_is_counted(
     loops.repeating(run, "acme")
     assert _total(sdk[0]) == 2
     assert not run.queued
+
+
+def test_a_tenant_dropped_takes_its_repeated_calls_series_with_it() -> None:
+    """The repeated-calls series belongs to its tenant: freeing the tenant forgets it."""
+    provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    emitter = MetricEmitter(provider.get_meter("t"), "ops", meter_provider=provider)
+    emitter.loops.repeated_tool_calls("acme", 3)
+    assert [s.total for s in emitter.counters.snapshot(REPEATED)] == [3]
+    emitter.counters.drop("acme")
+    assert emitter.counters.snapshot(REPEATED) == []
+    provider.shutdown()
