@@ -100,14 +100,20 @@ def test_three_identical_calls_count_one_looping_run_while_it_runs(
     assert_no_text(telemetry, SECRET)
 
 
-def test_the_event_is_on_the_run_span_at_detection(telemetry: InMemoryTelemetry) -> None:
-    """Trace retention keeps a run whose run span has the event: it is there before the end."""
+def _looping_run(telemetry: InMemoryTelemetry) -> tuple[Any, Any]:
+    """A handler and its run, still running: its third identical tool call made it loop."""
     h = telemetry.handler()
     _start(h, "r1")
     for i in range(3):
         _tool(h, "r1", i, "search", "same")
     run = h._core.runs.get("r1")
     assert run is not None
+    return h, run
+
+
+def test_the_event_is_on_the_run_span_at_detection(telemetry: InMemoryTelemetry) -> None:
+    """Trace retention keeps a run whose run span has the event: it is there before the end."""
+    h, run = _looping_run(telemetry)
     names = [event.name for event in run.span.events]  # type: ignore[attr-defined]
     assert names == [semconv.EVENT_LOOP_DETECTED]
     _end(h, "r1")
@@ -431,12 +437,7 @@ def test_arguments_known_only_later_are_compared_without_counting_again(
 
 def test_the_run_span_has_its_counts_at_detection(telemetry: InMemoryTelemetry) -> None:
     """A run still running when it loops shows its counts so far on its span, as ``counts``."""
-    h = telemetry.handler()
-    _start(h, "r1")
-    for i in range(3):
-        _tool(h, "r1", i, "search", "same")
-    run = h._core.runs.get("r1")
-    assert run is not None
+    h, run = _looping_run(telemetry)
     expected = {
         semconv.RUN_INFERENCE_CALLS: 0,
         semconv.RUN_TOOL_CALLS: 3,
