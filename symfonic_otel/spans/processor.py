@@ -142,7 +142,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         self._metrics.recorder.on_collect(self.expire_traces)
         # Outcome retention waits for this processor's verdict at each local root it saw
         # start (bounded like the span table: the oldest forgotten first).
-        self._roots_awaited: dict[int, None] = {}
+        self._roots_awaited: dict[int, None] = {}  # an ordered set of trace ids
         self._max_roots_awaited = max_traces
         retention_marks.register_judge(self)
         warn_if_over_limit(max_tenants, agent_names=agent_label_values())
@@ -154,7 +154,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         if parent is None or parent.is_remote:
             try:
                 awaited = self._roots_awaited
-                awaited[span.context.trace_id] = None
+                awaited[span.context.trace_id] = None  # pragma: no mutate: values never read
                 if len(awaited) > self._max_roots_awaited:
                     del awaited[next(iter(awaited))]
             except Exception:  # a bookkeeping slip only costs retention its wait

@@ -151,10 +151,14 @@ def tool_call(attributes: Mapping[str, Any]) -> tuple[str, int] | None:
         try:
             recorded = json.loads(arguments)
         except ValueError:
-            recorded = None
-        if isinstance(recorded, dict) and semconv.LANGCHAIN_TOOL_INPUT in recorded:
-            arguments = recorded[semconv.LANGCHAIN_TOOL_INPUT]
-    return name, signature(name, arguments)
+            pass  # not JSON: compared whole
+        else:
+            if isinstance(recorded, dict) and semconv.LANGCHAIN_TOOL_INPUT in recorded:
+                arguments = recorded[semconv.LANGCHAIN_TOOL_INPUT]
+    return name, signature(
+        name,  # pragma: no mutate: the name keys the count beside this hash already
+        arguments,
+    )
 
 
 # --- finish reasons ----------------------------------------------------------------------------

@@ -125,14 +125,13 @@ class Pending:
 def _overflow(held: Pending) -> list[Pending]:
     """Runs past ``MAX_PENDING_RUNS`` under one open span, oldest first: to be counted now."""
     excess = len(held.placed) + len(held.runs) - MAX_PENDING_RUNS
-    if excess <= 0:
+    if excess <= 0:  # pragma: no mutate: at 0, ``< 0`` hands over one Pending with no run
         return []
     early = held.placed[:excess]
     del held.placed[:excess]
-    rest = excess - len(early)
-    if rest > 0:
-        early.extend(held.runs[:rest])
-        del held.runs[:rest]
+    rest = excess - len(early)  # >= 0: what ``placed`` could not cover comes from ``runs``
+    early.extend(held.runs[:rest])
+    del held.runs[:rest]
     return [Pending(ours=held.ours, placed=early)]
 
 

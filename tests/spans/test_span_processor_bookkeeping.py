@@ -59,6 +59,20 @@ def test_a_root_under_a_remote_parent_is_awaited_too(peer: Peer) -> None:
     assert not peer.processor.awaits_root(0xABC)
 
 
+def test_a_span_under_a_local_parent_started_elsewhere_is_no_root_awaited(peer: Peer) -> None:
+    """The application's request span comes from another provider (in the same process, so
+    not remote): this processor never sees that root start or end, and waits for no verdict
+    on its trace because of the spans it does see under it."""
+    other = TracerProvider()
+    with other.get_tracer("app").start_as_current_span("request") as request:
+        trace_id = request.get_span_context().trace_id
+        with peer.span("invoke_agent", AGENT):
+            assert not peer.processor.awaits_root(trace_id)
+            peer.span_once("chat", STOP)
+    assert not peer.processor.awaits_root(trace_id)
+    other.shutdown()
+
+
 def test_roots_awaited_at_max_traces_and_one_past_it(telemetry: InMemoryTelemetry) -> None:
     peer = Peer(telemetry, max_traces=2)
     roots = [peer.tracer.start_span(f"request {i}") for i in range(2)]

@@ -2,10 +2,11 @@
 
 A span that is no run and no model call still matters when it names the tenant or records a
 step cap, even as a leaf. A counted run goes through the active-runs gauge and back, and seeds
-its tenant's series at zero. Runs inside this package's own spans are left to its handler, at
-shutdown too. Retention hears a verdict on every local root: a trace with no run is no reason
-to keep it, a run judged before its root ended (the table's bounds) keeps its trace, and so does
-a run that stopped on a recursion limit or a detected loop.
+its tenant's series at zero. Runs in a trace holding this package's own spans are left to its
+handler: whichever span ends first, when counted early past the pending bound, and at shutdown.
+Retention hears a verdict on every local root: a trace with no run is no reason to keep it, a
+run judged before its root ended (the table's bounds) keeps its trace, and so does a run that
+stopped on a recursion limit or a detected loop.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from symfonic_otel import OutcomeRetentionSpanProcessor, semconv
+from symfonic_otel.spans.traces import MAX_PENDING_RUNS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.span_peer import AGENT, CAP, Peer, chat
 
@@ -87,6 +89,38 @@ def test_at_shutdown_runs_in_our_own_spans_are_left_and_the_others_counted(
     assert peer.value(semconv.SILENT_BAILS) == 1
     for root in roots:
         root.end()
+
+
+@pytest.mark.parametrize("ours_first", [True, False], ids=["ours-first", "peer-first"])
+def test_a_trace_holding_our_own_span_is_left_to_our_handler_whichever_ends_first(
+    peer: Peer, ours_first: bool
+) -> None:
+    """A request whose children are a span of this package's own tracer and a peer's run:
+    this package's handler counts that trace's runs, the processor none of them."""
+    ours = peer.memory.tracer_provider.get_tracer(semconv.SCOPE_NAME)
+    with peer.span("request", {}):
+        if ours_first:
+            ours.start_span("agent run").end()
+        peer.agent_run(TOOL_TURN)
+        if not ours_first:
+            ours.start_span("agent run").end()
+    assert peer.memory.value(RUNS) == 0
+    assert peer.value(semconv.SILENT_BAILS) == 0
+
+
+def test_runs_past_the_bound_in_a_trace_holding_our_own_span_are_left_to_our_handler(
+    peer: Peer,
+) -> None:
+    """``MAX_PENDING_RUNS`` + 1 peer runs under one open request that holds a span of this
+    package's own tracer: the oldest, counted early to bound memory, is still its handler's."""
+    ours = peer.memory.tracer_provider.get_tracer(semconv.SCOPE_NAME)
+    with peer.span("request", {}):
+        ours.start_span("agent run").end()
+        for _ in range(MAX_PENDING_RUNS + 1):
+            peer.agent_run(TOOL_TURN)
+        assert peer.memory.value(RUNS) == 0
+    assert peer.memory.value(RUNS) == 0
+    assert peer.processor.open_traces == 0
 
 
 # --- the word to outcome retention ---------------------------------------------------------

@@ -106,11 +106,20 @@ def test_every_tool_finish_reason_ends_the_run_on_tool_calls(peer: Peer, finish:
             "max_tokens",
         ),
         ({semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["", "Length"]}, "max_tokens"),
+        (
+            {
+                semconv.GEN_AI_RESPONSE_FINISH_REASONS: (7,),
+                semconv.OPENINFERENCE_FINISH_REASON: "length",
+            },
+            "max_tokens",
+        ),
+        ({semconv.GEN_AI_RESPONSE_FINISH_REASONS: (0, 1)}, None),
     ],
 )
 def test_the_finish_reason_is_read_from_each_vocabulary_in_order(
-    peer: Peer, attributes: dict[str, AttributeValue], stop: str
+    peer: Peer, attributes: dict[str, AttributeValue], stop: str | None
 ) -> None:
+    """The first vocabulary with a text reason decides; numbers are no finish reasons."""
     peer.agent_run(chat(**attributes))
     assert peer.verdict()[1] == stop
 
