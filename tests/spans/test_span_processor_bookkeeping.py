@@ -3,9 +3,9 @@
 Outcome retention asks whether the processor still owes a verdict on a trace
 (``awaits_root``): from its local root's start to its end, for at most ``max_traces`` roots.
 Ended spans are remembered, by id, four per open span allowed, so that a repeat is no second
-run; past that bound the oldest is forgotten. A span the SDK hands over without a context is
-ignored; a run whose recording fails is a counted loss that spares the runs beside it; a flush
-has nothing to wait for.
+run; past that bound the oldest is forgotten. Spans that read as nothing hold no place. A span
+the SDK hands over without a context is ignored; a run whose recording fails is a counted and
+logged loss that spares the runs beside it; a flush has nothing to wait for.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
 from symfonic_otel.spans import SilentBailSpanProcessor
@@ -132,6 +133,24 @@ def test_sub_runs_past_the_bound_under_one_open_span_are_counted_early_oldest_fi
     assert peer.processor.open_traces == 0
 
 
+def test_spans_that_read_as_nothing_hold_no_place_among_the_open_spans(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """``max_traces=1``: a run waits under the first request; under a second, spans that are no
+    run, no model call, and name no tenant and no step cap end: they take no slot, so the run
+    is not counted early."""
+    peer = Peer(telemetry, max_traces=1)
+    first = peer.tracer.start_span("request 0")
+    with trace.use_span(first, end_on_exit=False):
+        peer.agent_run(STOP)
+    with peer.span("request 1", {}), peer.span("handler", {}):
+        peer.span_once("database", {})
+        assert peer.processor.open_traces == 1
+    assert peer.memory.value(RUNS) == 0
+    first.end()
+    assert peer.memory.value(RUNS) == 1
+
+
 # --- ended spans remembered ----------------------------------------------------------------
 
 
@@ -200,11 +219,13 @@ def test_a_run_that_fails_to_record_is_a_loss_and_the_runs_beside_it_still_count
         record(*args, **kwargs)
 
     monkeypatch.setattr(emitter, "run_ended", fails_once)
-    with peer.span("supervisor", AGENT):
+    with capture_logs() as logs, peer.span("supervisor", AGENT):
         peer.agent_run(STOP)
         peer.agent_run(STOP)
         peer.span_once("chat", STOP)
     assert peer.memory.value(RUNS) == 2
+    [failure] = [entry for entry in logs if entry["event"] == "symfonic_otel.internal_failure"]
+    assert (failure["kind"], failure["error_type"]) == ("span_processor", "RuntimeError")
     drops = {
         semconv.TELEMETRY_EVENT: "span_end",
         semconv.TELEMETRY_DROP_REASON: "internal_error",

@@ -75,6 +75,31 @@ def test_a_message_without_parts_leaves_the_answer_unknown(peer: Peer) -> None:
     assert peer.verdict() == (None, None, None)
 
 
+def test_a_message_without_parts_leaves_the_text_of_the_next_one_readable(peer: Peer) -> None:
+    messages = json.dumps(
+        [{"role": "assistant"}, {"role": "assistant", "parts": [{"type": "text", "content": "hi"}]}]
+    )
+    peer.agent_run(chat(**{semconv.GEN_AI_OUTPUT_MESSAGES: messages}))
+    assert peer.verdict() == (None, None, False)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    ['[{"role": "assistant", "parts": [', json.dumps({"role": "assistant", "parts": []})],
+    ids=["not-json", "no-list"],
+)
+def test_output_messages_that_are_no_json_list_say_nothing(peer: Peer, messages: str) -> None:
+    peer.agent_run(
+        chat(
+            **{
+                semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",),
+                semconv.GEN_AI_OUTPUT_MESSAGES: messages,
+            }
+        )
+    )
+    assert peer.verdict() == (None, "end_turn", None)
+
+
 # --- finish reasons ------------------------------------------------------------------------
 
 
