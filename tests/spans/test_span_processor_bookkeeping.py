@@ -39,15 +39,20 @@ def peer(telemetry: InMemoryTelemetry) -> Peer:
 # --- the roots retention waits for ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("attributes", [AGENT, {}], ids=["agent-root", "plain-root"])
+@pytest.mark.parametrize(
+    ("attributes", "call"),
+    [(AGENT, True), ({}, True), ({}, False)],
+    ids=["agent-root", "plain-root", "plain-root-alone"],
+)
 def test_a_local_root_is_awaited_from_its_start_until_it_ends(
-    peer: Peer, attributes: dict[str, Any]
+    peer: Peer, attributes: dict[str, Any], call: bool
 ) -> None:
     with peer.span("request", attributes) as root:
         trace_id = root.get_span_context().trace_id
         assert peer.processor.awaits_root(trace_id)
-        peer.span_once("chat", STOP)
-        assert peer.processor.awaits_root(trace_id)  # a child ending is no verdict
+        if call:
+            peer.span_once("chat", STOP)
+            assert peer.processor.awaits_root(trace_id)  # a child ending is no verdict
     assert not peer.processor.awaits_root(trace_id)
 
 
@@ -74,16 +79,22 @@ def test_a_span_under_a_local_parent_started_elsewhere_is_no_root_awaited(peer: 
     other.shutdown()
 
 
-def test_roots_awaited_at_max_traces_and_one_past_it(telemetry: InMemoryTelemetry) -> None:
+@pytest.mark.parametrize("attributes", [AGENT, {}], ids=["agent-roots", "plain-roots"])
+def test_roots_awaited_at_max_traces_and_one_past_it(
+    telemetry: InMemoryTelemetry, attributes: dict[str, Any]
+) -> None:
+    """The oldest root forgotten past the bound still ends (and counts its run) without loss."""
     peer = Peer(telemetry, max_traces=2)
-    roots = [peer.tracer.start_span(f"request {i}") for i in range(2)]
+    roots = [peer.tracer.start_span(f"request {i}", attributes=attributes) for i in range(2)]
     ids = [root.get_span_context().trace_id for root in roots]
     assert [peer.processor.awaits_root(i) for i in ids] == [True, True]
-    roots.append(peer.tracer.start_span("request 2"))
+    roots.append(peer.tracer.start_span("request 2", attributes=attributes))
     ids.append(roots[-1].get_span_context().trace_id)
     assert [peer.processor.awaits_root(i) for i in ids] == [False, True, True]
     for root in roots:
         root.end()
+    assert peer.memory.value(RUNS) == (3 if attributes else 0)
+    assert peer.memory.value(semconv.DROPPED_EVENTS.name) == 0
 
 
 def test_a_root_ending_after_its_runs_were_counted_is_awaited_no_more(
@@ -187,6 +198,7 @@ def test_ended_spans_are_remembered_four_per_open_span_then_the_oldest_forgotten
     processor.on_end(agent)
     assert telemetry.value(RUNS) == runs
     assert processor.open_traces == 0
+    assert telemetry.value(semconv.DROPPED_EVENTS.name) == 0
 
 
 # --- what the SDK hands over, what it asks -------------------------------------------------

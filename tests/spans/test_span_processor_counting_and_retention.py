@@ -12,9 +12,12 @@ stopped on a recursion limit or a detected loop.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -171,3 +174,114 @@ def test_a_run_stopped_by_a_recursion_limit_or_a_loop_keeps_its_trace(
     peer.agent_run(chat(**{semconv.GEN_AI_RESPONSE_FINISH_REASONS: (finish,)}))
     assert peer.verdict() == (None, finish, None)
     assert len(kept.get_finished_spans()) == 2
+
+
+# --- retention placed before the processor: it waits for the processor's word --------------
+
+
+class OnEndOnly(SpanProcessor):
+    """A user's wrapper that forwards the SDK's public calls and not its private
+    ``_on_ending`` hook: the processor inside then reads each span in ``on_end``, after the
+    processors placed before the wrapper have seen it."""
+
+    def __init__(self, inner: SpanProcessor) -> None:
+        self.inner = inner
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.inner.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.inner.on_end(span)
+
+
+def _retention_first(
+    telemetry: InMemoryTelemetry, wrapped: bool, **options: Any
+) -> tuple[Peer, InMemorySpanExporter, OutcomeRetentionSpanProcessor]:
+    exported = InMemorySpanExporter()
+    retention = OutcomeRetentionSpanProcessor(
+        SimpleSpanProcessor(exported), healthy_trace_ratio=0.0
+    )
+    telemetry.tracer_provider.add_span_processor(retention)
+    return Peer(telemetry, wrap=OnEndOnly if wrapped else None, **options), exported, retention
+
+
+WRAPPED = pytest.mark.parametrize("wrapped", [False, True], ids=["installed", "wrapped"])
+
+
+@WRAPPED
+@pytest.mark.parametrize(
+    ("call", "exported"),
+    [(None, 0), (TOOL_TURN, 3), (ANSWER, 0)],
+    ids=["no-run", "bail", "healthy"],
+)
+def test_retention_before_the_processor_decides_each_trace_as_its_root_ends(
+    telemetry: InMemoryTelemetry, call: dict[str, Any] | None, exported: int, wrapped: bool
+) -> None:
+    """Retention (healthy traces dropped) reaches the root first; the processor's verdict
+    comes before retention's turn (installed) or after it (wrapped: retention waits for it):
+    either way the trace is decided (a bail exported, the rest dropped) as its root ends, and
+    nothing stays held."""
+    peer, spans, retention = _retention_first(telemetry, wrapped)
+    with peer.span("request", {}):
+        if call is None:
+            peer.span_once("database", {})
+        else:
+            peer.agent_run(call)
+    assert len(spans.get_finished_spans()) == exported
+    assert retention.held_spans == 0
+
+
+@WRAPPED
+@pytest.mark.parametrize(
+    ("call", "exported"), [(TOOL_TURN, 3), (ANSWER, 0)], ids=["bail", "healthy"]
+)
+def test_retention_before_the_processor_decides_a_trace_judged_before_its_root_ended(
+    telemetry: InMemoryTelemetry, call: dict[str, Any], exported: int, wrapped: bool
+) -> None:
+    """``max_traces=2``: the first request's run is judged while its root is open (a run
+    under the second request's open graph span, then one beside it, evict it); when that root
+    ends, its trace is decided at once: a bail exported, a healthy run dropped."""
+    peer, spans, retention = _retention_first(telemetry, wrapped, max_traces=2)
+    first = peer.tracer.start_span("request 0")
+    with trace.use_span(first, end_on_exit=False):
+        peer.agent_run(call)
+    second = peer.tracer.start_span("request 1")
+    with trace.use_span(second, end_on_exit=False):
+        graph = peer.tracer.start_span("graph")
+    with trace.use_span(graph, end_on_exit=False):
+        peer.agent_run(ANSWER)
+    with trace.use_span(second, end_on_exit=False):
+        peer.agent_run(ANSWER)
+    assert peer.memory.value(RUNS) == 1
+    first.end()
+    assert len(spans.get_finished_spans()) == exported
+    assert retention.held_spans == 4  # the second request's two runs, until its root ends
+    graph.end()
+    second.end()
+    assert len(spans.get_finished_spans()) == exported
+    assert retention.held_spans == 0
+
+
+@pytest.mark.parametrize(("call", "late"), [(TOOL_TURN, 1), (ANSWER, 0)], ids=["bail", "healthy"])
+def test_a_bail_judged_at_its_root_after_retention_dropped_its_trace_early_is_a_late_keep(
+    telemetry: InMemoryTelemetry, call: dict[str, Any], late: int
+) -> None:
+    """Retention holds two spans at most: the second request's spans push the first's trace
+    out (decided early, dropped) while its root is open. The first run, judged when that root
+    ends, is a bail that came too late to keep its trace: one late keep; a healthy run, none."""
+    peer = Peer(telemetry)
+    retention = OutcomeRetentionSpanProcessor(
+        SimpleSpanProcessor(InMemorySpanExporter()),
+        healthy_trace_ratio=0.0,
+        max_held_spans=2,
+        meter_provider=telemetry.meter_provider,
+    )
+    telemetry.tracer_provider.add_span_processor(retention)
+    first = peer.tracer.start_span("request 0")
+    with trace.use_span(first, end_on_exit=False):
+        peer.agent_run(call)
+    with peer.span("request 1", {}):
+        peer.agent_run(ANSWER)
+    assert telemetry.value(semconv.RETENTION_LATE_KEEPS.name) == 0
+    first.end()
+    assert telemetry.value(semconv.RETENTION_LATE_KEEPS.name) == late
