@@ -1,6 +1,6 @@
 """``SilentBailSpanProcessor``: the run duration is the root span's, in seconds; each option
 reaches the part it configures (the trace table's bounds: ``test_span_processor_bounds``); an
-interrupt raised while it records passes through."""
+interrupt raised while it records passes through, once."""
 
 from __future__ import annotations
 
@@ -95,6 +95,9 @@ def test_an_interrupt_while_recording_passes_through(
     monkeypatch.setattr(peer.processor._metrics, "run_ended", interrupted)
     with pytest.raises(exc), peer.agent("acme"):
         peer.chat()
+    monkeypatch.undo()
+    peer.run("acme")  # passed through once: the next run is recorded as usual
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme"}) == 1
 
 
 @pytest.mark.parametrize(
