@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from symfonic_otel import OutcomeRetentionSpanProcessor, semconv
+from symfonic_otel._version import __version__
 from symfonic_otel.spans.traces import MAX_PENDING_RUNS
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.span_peer import AGENT, CAP, Peer, chat
@@ -60,6 +61,20 @@ def test_a_counted_run_leaves_no_active_run_behind(peer: Peer) -> None:
     peer.agent_run(ANSWER)
     [(_, active)] = peer.memory.points(semconv.ACTIVE_RUNS.name)
     assert active == 0
+
+
+def test_a_counted_runs_metrics_come_under_this_packages_scope_and_version(peer: Peer) -> None:
+    peer.agent_run(ANSWER)
+    data = peer.memory.reader.get_metrics_data()
+    assert data is not None
+    scopes = {
+        metric.name: (scope.scope.name, scope.scope.version)
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+    }
+    assert {RUNS, semconv.AGENT_DURATION.name, semconv.ACTIVE_RUNS.name} <= scopes.keys()
+    assert set(scopes.values()) == {(semconv.SCOPE_NAME, __version__)}
 
 
 def test_a_tenants_first_run_seeds_its_bail_series_at_zero(peer: Peer) -> None:
@@ -159,6 +174,23 @@ def test_a_bailing_run_judged_before_its_root_ends_keeps_its_trace(
         with trace.use_span(root, end_on_exit=False):
             peer.agent_run(call)
     assert peer.value(semconv.SILENT_BAILS) == 1
+    for root in roots:
+        root.end()
+    exported = {span.context.trace_id for span in kept.get_finished_spans()}
+    assert exported == {roots[0].get_span_context().trace_id}
+
+
+def test_at_shutdown_the_trace_of_each_bailing_run_is_kept(
+    peer: Peer, kept: InMemorySpanExporter
+) -> None:
+    """Two requests still open at shutdown, a bail under the first, a healthy run under the
+    second: both are counted at once, and the first's trace is kept when its root ends."""
+    roots = [peer.tracer.start_span(f"request {i}") for i in range(2)]
+    for root, call in zip(roots, (TOOL_TURN, ANSWER), strict=True):
+        with trace.use_span(root, end_on_exit=False):
+            peer.agent_run(call)
+    peer.processor.shutdown()
+    assert peer.memory.value(RUNS) == 2
     for root in roots:
         root.end()
     exported = {span.context.trace_id for span in kept.get_finished_spans()}
