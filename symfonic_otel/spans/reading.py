@@ -157,10 +157,7 @@ def tool_call(attributes: Mapping[str, Any]) -> tuple[str, int] | None:
         else:
             if isinstance(recorded, dict) and semconv.LANGCHAIN_TOOL_INPUT in recorded:
                 arguments = recorded[semconv.LANGCHAIN_TOOL_INPUT]
-    return name, signature(
-        name,  # pragma: no mutate: the name keys the count beside this hash already
-        arguments,
-    )
+    return name, signature(name, arguments)
 
 
 # --- finish reasons ----------------------------------------------------------------------------
@@ -254,7 +251,7 @@ def _semconv_messages(value: object) -> tuple[bool, bool, bool]:
         return False, False, False
     if not isinstance(messages, list):
         return False, False, False
-    text = tools = hidden = False  # pragma: no mutate: the flags are only tested for truth
+    text = tools = hidden = False
     for message in messages:
         parts = message.get("parts") if isinstance(message, dict) else None
         if not isinstance(parts, list):
