@@ -280,7 +280,7 @@ def _flattened(attributes: Mapping[str, Any]) -> tuple[bool, bool, bool]:
     messages when content is hidden, and write a message's content only when it has some: a
     message (its role) without content or tool calls is a blank one. OpenInference's redacted
     text (``hide_output_text``) stands for content there was, so it counts as text."""
-    text = tools = message = False  # pragma: no mutate: the flags are only tested for truth
+    text = tools = message = False
     for key, value in attributes.items():
         if key.startswith(semconv.OPENINFERENCE_OUTPUT_MESSAGES):
             rest = key[len(semconv.OPENINFERENCE_OUTPUT_MESSAGES) :]
@@ -295,9 +295,7 @@ def _flattened(attributes: Mapping[str, Any]) -> tuple[bool, bool, bool]:
             text = text or (isinstance(value, str) and bool(value.strip()))
         elif rest.endswith(".role"):
             message = True
-    # ``call_output`` reads "blank" only when neither text nor tools was found: whether it is
-    # also false beside text or tools changes nothing.
-    return text, tools, message and not (text or tools)  # pragma: no mutate: see above
+    return text, tools, message and not text and not tools
 
 
 def metadata_value(value: object, key: str) -> str | None:
