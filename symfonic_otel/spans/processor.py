@@ -35,7 +35,7 @@ from symfonic_otel.emit.tenants import DEFAULT_TENANT_IDLE_S, ActiveTenants
 from symfonic_otel.logs import FailureLog
 from symfonic_otel.options import is_positive_seconds, warn_if_over_limit
 from symfonic_otel.read.sanitise import clean_label
-from symfonic_otel.spans.reading import Kind, metadata_value, read_span
+from symfonic_otel.spans.reading import Kind, SpanReading, metadata_value, read_span
 from symfonic_otel.spans.runs import fold
 from symfonic_otel.spans.traces import AgentRun, Pending, SpanTable
 from symfonic_otel.spans.verdict import judge
@@ -142,7 +142,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         self._metrics.recorder.on_collect(self.expire_traces)
         # Outcome retention waits for this processor's verdict at each local root it saw
         # start (bounded like the span table: the oldest forgotten first).
-        self._roots_awaited: dict[int, None] = {}
+        self._roots_awaited: dict[int, None] = {}  # an ordered set of trace ids
         self._max_roots_awaited = max_traces
         retention_marks.register_judge(self)
         warn_if_over_limit(max_tenants, agent_names=agent_label_values())
@@ -154,7 +154,7 @@ class SilentBailSpanProcessor(SpanProcessor):
         if parent is None or parent.is_remote:
             try:
                 awaited = self._roots_awaited
-                awaited[span.context.trace_id] = None
+                awaited[span.context.trace_id] = None  # pragma: no mutate: values never read
                 if len(awaited) > self._max_roots_awaited:
                     del awaited[next(iter(awaited))]
             except Exception:  # a bookkeeping slip only costs retention its wait
@@ -219,34 +219,31 @@ class SilentBailSpanProcessor(SpanProcessor):
         table = self._traces
         if table.ended(key):  # delivered again, or evicted while open: its runs were counted
             if is_root:  # its runs' traces were marked when counted: retention waits no more
-                self._roots_awaited.pop(trace_id, None)
-                retention_marks.trace_judged(trace_id, False)
+                self._root_judged(trace_id, set())
             return
         scope = span.instrumentation_scope
         ours = scope is not None and scope.name == semconv.SCOPE_NAME
-        # One copy: the SDK's attribute mapping answers a missing key by raising KeyError
-        # underneath, and most keys looked up here are missing.
-        attributes: Mapping[str, Any] = dict(span.attributes or {})
-        reading = None if ours else read_span(attributes, span.events, _failed(span), is_root)
-        tenant = None if ours else self._tenant_in(attributes)
-        relevant = (
-            ours
-            or tenant is not None
-            or (
-                reading is not None
-                and (
-                    reading.kind is not Kind.OTHER
-                    or reading.step_cap
-                    or reading.tool_call is not None
-                )
+        if ours:  # this package's handler counts the runs of its own spans: they are not read
+            reading: SpanReading | None = None  # pragma: no mutate: ``fold`` ignores it for ours
+            tenant = None
+            relevant = True
+        else:
+            # One copy: the SDK's attribute mapping answers a missing key by raising KeyError
+            # underneath, and most keys looked up here are missing.
+            attributes: Mapping[str, Any] = dict(span.attributes or {})
+            reading = read_span(attributes, span.events, _failed(span), is_root)
+            tenant = self._tenant_in(attributes)
+            relevant = (
+                tenant is not None
+                or reading.kind is not Kind.OTHER
+                or reading.step_cap
+                or reading.tool_call is not None
             )
-        )
         with self._fold_lock:  # spans of one trace may end in several threads at once
             held = table.end(key, relevant)
             if held is None and not relevant:
                 if is_root:
-                    self._roots_awaited.pop(trace_id, None)
-                    retention_marks.trace_judged(trace_id, False)
+                    self._root_judged(trace_id, set())
                 return
             times = (span.start_time or 0, span.end_time or 0)
             out = fold(held, reading, ours, tenant, key, times)
@@ -258,11 +255,15 @@ class SilentBailSpanProcessor(SpanProcessor):
                 evicted = table.hand_up(parent_key, out)
             # else: a span ending after its parent was judged opens no second run
         keep = self._guarded_finish(evicted)
+        # Marked first: a trace retention dropped early (its bounds) counts the keep as late.
+        _keep_traces(keep)  # this root's runs, and runs judged before their roots ended
         if parent_key is None:
-            self._roots_awaited.pop(trace_id, None)
-            retention_marks.trace_judged(trace_id, trace_id in keep)
-            keep.discard(trace_id)
-        _keep_traces(keep)  # runs judged before their roots ended (the table's bounds)
+            self._root_judged(trace_id, keep)
+
+    def _root_judged(self, trace_id: int, keep: set[int]) -> None:
+        """The verdict at a local root: retention, which may wait for it, hears it now."""
+        self._roots_awaited.pop(trace_id, None)
+        retention_marks.trace_judged(trace_id, trace_id in keep)
 
     def _tenant_in(self, attributes: Mapping[str, Any]) -> tuple[int, str] | None:
         for rank, key in enumerate(self._tenant_keys):

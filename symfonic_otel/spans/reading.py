@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from opentelemetry.sdk.trace import Event
+
 from symfonic_otel import semconv
 from symfonic_otel.core.loops import signature
 from symfonic_otel.read.extract import clean_stop_reason
@@ -44,7 +46,7 @@ class SpanReading:
     output: Output = Output.UNKNOWN
     finish_reason: str | None = None  # the call's raw finish reason, cleaned (first choice)
     step_cap: bool = False  # the span records a framework step-cap error
-    failed: bool = False  # status ERROR
+    failed: bool = False  # status ERROR, of a run span (only a failed run is an error run)
     # An agent span that names an invocation wherever it sits (GenAI ``invoke_agent``), not a
     # run root only at the top (OpenInference ``AGENT`` names any node called "agent").
     nested: bool = False
@@ -96,7 +98,7 @@ def kind_of(attributes: Mapping[str, Any], is_root: bool) -> Kind:
 
 def read_span(
     attributes: Mapping[str, Any],
-    events: Sequence[Any],
+    events: Sequence[Event],
     failed: bool,
     is_root: bool,
 ) -> SpanReading:
@@ -104,7 +106,7 @@ def read_span(
     if kind is Kind.CHAT:
         finish = finish_reasons(attributes)
         output = call_output(attributes, finish)
-        return SpanReading(kind, output, finish[0] if finish else None, failed=failed)
+        return SpanReading(kind, output, finish[0] if finish else None)
     step_cap = _step_cap(attributes, events)
     if kind is Kind.AGENT:
         name = attributes.get(semconv.GEN_AI_AGENT_NAME)
@@ -116,7 +118,7 @@ def read_span(
             nested=attributes.get(semconv.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS,
             name=name if isinstance(name, str) and name not in semconv.DEFAULT_RUN_NAMES else None,
         )
-    return SpanReading(kind, step_cap=step_cap, failed=failed, tool_call=tool_call(attributes))
+    return SpanReading(kind, step_cap=step_cap, tool_call=tool_call(attributes))
 
 
 # --- tool calls --------------------------------------------------------------------------------
@@ -151,9 +153,10 @@ def tool_call(attributes: Mapping[str, Any]) -> tuple[str, int] | None:
         try:
             recorded = json.loads(arguments)
         except ValueError:
-            recorded = None
-        if isinstance(recorded, dict) and semconv.LANGCHAIN_TOOL_INPUT in recorded:
-            arguments = recorded[semconv.LANGCHAIN_TOOL_INPUT]
+            pass  # not JSON: compared whole
+        else:
+            if isinstance(recorded, dict) and semconv.LANGCHAIN_TOOL_INPUT in recorded:
+                arguments = recorded[semconv.LANGCHAIN_TOOL_INPUT]
     return name, signature(name, arguments)
 
 
@@ -268,7 +271,7 @@ def _semconv_messages(value: object) -> tuple[bool, bool, bool]:
                 text = True  # an image or file is an answer too
             elif kind not in _SILENT_PART_TYPES:
                 hidden = True
-    return text, tools, not (text or tools or hidden)
+    return text, tools, not (tools or hidden or text)
 
 
 def _flattened(attributes: Mapping[str, Any]) -> tuple[bool, bool, bool]:
@@ -277,7 +280,7 @@ def _flattened(attributes: Mapping[str, Any]) -> tuple[bool, bool, bool]:
     messages when content is hidden, and write a message's content only when it has some: a
     message (its role) without content or tool calls is a blank one. OpenInference's redacted
     text (``hide_output_text``) stands for content there was, so it counts as text."""
-    text = tools = message = False  # pragma: no mutate: the flags are only tested for truth
+    text = tools = message = False
     for key, value in attributes.items():
         if key.startswith(semconv.OPENINFERENCE_OUTPUT_MESSAGES):
             rest = key[len(semconv.OPENINFERENCE_OUTPUT_MESSAGES) :]
@@ -292,9 +295,7 @@ def _flattened(attributes: Mapping[str, Any]) -> tuple[bool, bool, bool]:
             text = text or (isinstance(value, str) and bool(value.strip()))
         elif rest.endswith(".role"):
             message = True
-    # ``call_output`` reads "blank" only when neither text nor tools was found: whether it is
-    # also false beside text or tools changes nothing.
-    return text, tools, message and not (text or tools)  # pragma: no mutate: see above
+    return text, tools, message and not text and not tools
 
 
 def metadata_value(value: object, key: str) -> str | None:
@@ -316,14 +317,13 @@ def metadata_value(value: object, key: str) -> str | None:
 # --- step caps ---------------------------------------------------------------------------------
 
 
-def _step_cap(attributes: Mapping[str, Any], events: Sequence[Any]) -> bool:
+def _step_cap(attributes: Mapping[str, Any], events: Sequence[Event]) -> bool:
     if _is_step_cap(attributes.get(semconv.ERROR_TYPE)):
         return True
     for event in events:
-        if getattr(event, "name", None) != semconv.EXCEPTION_EVENT:
+        if event.name != semconv.EXCEPTION_EVENT:
             continue
-        event_attributes = getattr(event, "attributes", None) or {}
-        if _is_step_cap(event_attributes.get(semconv.EXCEPTION_TYPE)):
+        if _is_step_cap((event.attributes or {}).get(semconv.EXCEPTION_TYPE)):
             return True
     return False
 

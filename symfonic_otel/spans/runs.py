@@ -87,7 +87,7 @@ def _close_run(out: Pending, reading: SpanReading, key: SpanKey, times: tuple[in
     nested = [run for run in out.runs if run.nested]
     calls = out.calls
     step_cap = out.step_cap
-    capped_below = False  # pragma: no mutate: only ever tested for truth
+    capped_below = False
     for part in out.runs:
         if not part.nested:  # an agent by name or position only: part of this run
             calls.merge(part.calls)
@@ -128,4 +128,4 @@ def _close_run(out: Pending, reading: SpanReading, key: SpanKey, times: tuple[in
         out.placed.extend(nested)
         out.runs = [run]
     out.calls = Calls()
-    out.step_cap = False  # pragma: no mutate: only ever tested for truth
+    out.step_cap = False

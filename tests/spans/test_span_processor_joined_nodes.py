@@ -2,9 +2,9 @@
 
 OpenInference marks each LangGraph node named "agent" as an ``AGENT`` span; under a graph span
 that is no root (an application's request span above it) they are parts of one invocation,
-joined into one run. Whichever node failed, hit the step cap, named the agent or the tenant,
-or gave the last (blank) answer, the joined run carries it; here the later node does, so that
-nothing is read off the earliest node alone.
+joined into one run. Whichever node failed, hit the step cap (or passed a capped sub-agent's
+error up), named the agent or the tenant, or gave the last (blank) answer, the joined run
+carries it; here the later node does, so that nothing is read off the earliest node alone.
 """
 
 from __future__ import annotations
@@ -85,6 +85,32 @@ def test_a_later_nodes_blank_answer_is_the_runs_answer(peer: Peer) -> None:
     }
     _graph(peer, blank)
     assert peer.verdict() == ("no_content_no_tool_calls", "end_turn", True)
+
+
+@pytest.mark.parametrize("around", [{}, {**AGENT, **CAP}], ids=["request", "agent-seeing-it"])
+def test_a_capped_sub_agent_in_a_later_node_is_one_bail_and_the_run_around_it_an_error(
+    peer: Peer, around: dict[str, AttributeValue]
+) -> None:
+    """The later node calls a sub-agent that hits the step cap; the cap's error passes up
+    through the node (and, in the second case, an ``invoke_agent`` span around the graph,
+    which the joined nodes are part of). The sub-agent is the one bail; the run the nodes
+    belong to is an error run, not a second bail."""
+    graph = {**GRAPH, **CAP}
+    with peer.span("POST /chat", {}), peer.span("outer", around), peer.span("LangGraph", graph):
+        with peer.span("agent", NODE):
+            peer.span_once("chat", ANSWER)
+        with peer.span("agent", {**NODE, **CAP}):
+            with peer.span("invoke_agent", {**AGENT, **CAP}):
+                peer.span_once("chat", ANSWER)
+            peer.span_once("chat", ANSWER)
+    assert peer.value(semconv.AGENT_RUNS, **{semconv.RUN_OUTCOME: "error"}) == 2
+    assert peer.value(semconv.SILENT_BAILS) == 1
+    stops = {
+        attrs[semconv.RUN_STOP_REASON]: value
+        for attrs, value in peer.memory.points(semconv.STOP_REASONS.name)
+        if value
+    }
+    assert stops == {"recursion_limit": 1, "error": 1}
 
 
 def test_the_earliest_nodes_agent_name_labels_the_run(peer: Peer) -> None:

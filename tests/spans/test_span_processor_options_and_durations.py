@@ -1,6 +1,6 @@
 """``SilentBailSpanProcessor``: the run duration is the root span's, in seconds; each option
 reaches the part it configures (the trace table's bounds: ``test_span_processor_bounds``); an
-interrupt raised while it records passes through."""
+interrupt raised while it records passes through, once."""
 
 from __future__ import annotations
 
@@ -60,13 +60,20 @@ def test_the_run_duration_is_the_root_spans_in_seconds(telemetry: InMemoryTeleme
     assert point.sum == pytest.approx(2.5)
 
 
-def test_tenant_idle_s_gives_a_slot_back_after_that_long(telemetry: InMemoryTelemetry) -> None:
+def test_tenant_idle_s_gives_a_slot_and_its_series_back_after_that_long(
+    telemetry: InMemoryTelemetry,
+) -> None:
     peer = Peer(telemetry, max_tenants=1, tenant_idle_s=0.05)
     peer.run("acme")
     time.sleep(0.1)
     peer.run("globex")
     assert telemetry.value(RUNS, {semconv.TENANT_ID: "globex"}) == 1
     assert telemetry.value(RUNS, {semconv.TENANT_ID: semconv.OVERFLOW_VALUE}) == 0
+    for name in (RUNS, semconv.SILENT_BAILS.name):  # and its series: none of acme's is left
+        tenants = {
+            attrs[semconv.TENANT_ID] for attrs, _ in telemetry.points(name, include_zeros=True)
+        }
+        assert tenants == {"globex"}
 
 
 def test_max_tenants_admits_exactly_that_many(telemetry: InMemoryTelemetry) -> None:
@@ -95,6 +102,9 @@ def test_an_interrupt_while_recording_passes_through(
     monkeypatch.setattr(peer.processor._metrics, "run_ended", interrupted)
     with pytest.raises(exc), peer.agent("acme"):
         peer.chat()
+    monkeypatch.undo()
+    peer.run("acme")  # passed through once: the next run is recorded as usual
+    assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme"}) == 1
 
 
 @pytest.mark.parametrize(
@@ -154,10 +164,15 @@ def test_the_smallest_valid_bounds_are_accepted(telemetry: InMemoryTelemetry) ->
     assert telemetry.value(RUNS, {semconv.TENANT_ID: "acme"}) == 1
 
 
-@pytest.mark.parametrize(("max_tenants", "warned"), [(10, False), (10**6, True)])
+@pytest.mark.parametrize(
+    ("max_tenants", "warned"), [(10, False), (11_233, False), (11_234, True), (10**6, True)]
+)
 def test_more_tenants_than_the_series_limit_allows_is_said_at_construction(
     telemetry: InMemoryTelemetry, max_tenants: int, warned: bool
 ) -> None:
+    """The budget counts the processor's 18 agent label values (16 names, its default and
+    ``_OTHER``): 11,233 tenants fit the 2,000,000 series ``configure_telemetry`` allows,
+    11,234 do not."""
     with capture_logs() as logs:
         SilentBailSpanProcessor(meter_provider=telemetry.meter_provider, max_tenants=max_tenants)
     found = [entry for entry in logs if entry["event"] == "symfonic_otel.series_budget_above_limit"]

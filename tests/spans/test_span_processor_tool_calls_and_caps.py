@@ -1,10 +1,10 @@
 """Tool calls, step caps and tenants as the span processor reads them off each vocabulary.
 
-A tool span counts toward a repeated-call loop only when it records its arguments: OpenLLMetry's
-``tool`` spans as ``traceloop.entity.input`` (LangChain's callback input, of which only
-``input_str`` is the call's), and no argument text past the JSON bound. A step cap is read from
-the run span's exception events, whatever other events come first. A tenant attribute is a
-non-empty text or a number; a flag or an empty text is no tenant.
+A tool span counts toward a repeated-call loop only when it records its name and arguments as
+text: OpenLLMetry's ``tool`` spans as ``traceloop.entity.input`` (LangChain's callback input, of
+which only ``input_str`` is the call's), and no argument text past the JSON bound. A step cap is
+read from the run span's exception events, whatever other events come first. A tenant attribute
+is a non-empty text or a number; a flag or an empty text is no tenant.
 """
 
 from __future__ import annotations
@@ -98,6 +98,34 @@ def test_tool_arguments_are_read_up_to_the_json_bound_and_not_past_it(
     assert len(arguments) == MAX_JSON_CHARS + extra
     _tool_calls(peer, arguments, arguments, arguments)
     assert looping(peer.memory) == loops
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [
+        {semconv.GEN_AI_TOOL_NAME: "add"},
+        {semconv.GEN_AI_TOOL_NAME: "add", semconv.GEN_AI_TOOL_CALL_ARGUMENTS: 7},
+        {semconv.GEN_AI_TOOL_CALL_ARGUMENTS: '{"a": 1}'},
+        {semconv.GEN_AI_TOOL_NAME: 7, semconv.GEN_AI_TOOL_CALL_ARGUMENTS: '{"a": 1}'},
+    ],
+    ids=["no-arguments", "arguments-no-text", "no-name", "name-no-text"],
+)
+def test_a_tool_span_without_a_text_name_and_text_arguments_is_no_compared_call(
+    peer: Peer, recorded: dict[str, AttributeValue]
+) -> None:
+    """Three ``execute_tool`` spans that lack the name or the arguments as text (content
+    capture off, or an instrumentation's own types): no repeat, no loop, nothing lost, and the
+    run is counted."""
+    with peer.span("invoke_agent", AGENT):
+        for _ in range(3):
+            peer.span_once(
+                "execute_tool", {semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL, **recorded}
+            )
+        peer.span_once("chat", ANSWER)
+    assert looping(peer.memory) == 0
+    assert repeated(peer.memory) == 0
+    assert peer.memory.value(semconv.DROPPED_EVENTS.name) == 0
+    assert peer.value(semconv.AGENT_RUNS) == 1
 
 
 def _genai_fallback(arguments: str) -> dict[str, AttributeValue]:

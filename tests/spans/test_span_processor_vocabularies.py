@@ -75,6 +75,31 @@ def test_a_message_without_parts_leaves_the_answer_unknown(peer: Peer) -> None:
     assert peer.verdict() == (None, None, None)
 
 
+def test_a_message_without_parts_leaves_the_text_of_the_next_one_readable(peer: Peer) -> None:
+    messages = json.dumps(
+        [{"role": "assistant"}, {"role": "assistant", "parts": [{"type": "text", "content": "hi"}]}]
+    )
+    peer.agent_run(chat(**{semconv.GEN_AI_OUTPUT_MESSAGES: messages}))
+    assert peer.verdict() == (None, None, False)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    ['[{"role": "assistant", "parts": [', json.dumps({"role": "assistant", "parts": []})],
+    ids=["not-json", "no-list"],
+)
+def test_output_messages_that_are_no_json_list_say_nothing(peer: Peer, messages: str) -> None:
+    peer.agent_run(
+        chat(
+            **{
+                semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("stop",),
+                semconv.GEN_AI_OUTPUT_MESSAGES: messages,
+            }
+        )
+    )
+    assert peer.verdict() == (None, "end_turn", None)
+
+
 # --- finish reasons ------------------------------------------------------------------------
 
 
@@ -106,11 +131,20 @@ def test_every_tool_finish_reason_ends_the_run_on_tool_calls(peer: Peer, finish:
             "max_tokens",
         ),
         ({semconv.GEN_AI_RESPONSE_FINISH_REASONS: ["", "Length"]}, "max_tokens"),
+        (
+            {
+                semconv.GEN_AI_RESPONSE_FINISH_REASONS: (7,),
+                semconv.OPENINFERENCE_FINISH_REASON: "length",
+            },
+            "max_tokens",
+        ),
+        ({semconv.GEN_AI_RESPONSE_FINISH_REASONS: (0, 1)}, None),
     ],
 )
 def test_the_finish_reason_is_read_from_each_vocabulary_in_order(
-    peer: Peer, attributes: dict[str, AttributeValue], stop: str
+    peer: Peer, attributes: dict[str, AttributeValue], stop: str | None
 ) -> None:
+    """The first vocabulary with a text reason decides; numbers are no finish reasons."""
     peer.agent_run(chat(**attributes))
     assert peer.verdict()[1] == stop
 

@@ -4,11 +4,12 @@ OpenInference and OpenLLMetry name things, on a provider that carries the span p
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.util.types import AttributeValue
 
 from symfonic_otel import semconv
@@ -27,10 +28,17 @@ def parts(*parts: dict[str, Any]) -> str:
 class Peer:
     """Another instrumentation's tracer on the provider the processor is installed on."""
 
-    def __init__(self, memory: InMemoryTelemetry, **options: Any) -> None:
+    def __init__(
+        self,
+        memory: InMemoryTelemetry,
+        wrap: Callable[[SpanProcessor], SpanProcessor] | None = None,
+        **options: Any,
+    ) -> None:
+        """``wrap``: installs the processor inside the processor it returns (a user's wrapper)."""
         self.memory = memory
         self.processor = SilentBailSpanProcessor(meter_provider=memory.meter_provider, **options)
-        memory.tracer_provider.add_span_processor(self.processor)
+        installed = self.processor if wrap is None else wrap(self.processor)
+        memory.tracer_provider.add_span_processor(installed)
         self.tracer = memory.tracer_provider.get_tracer("peer-instrumentation")
 
     @contextmanager
