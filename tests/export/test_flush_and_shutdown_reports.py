@@ -299,6 +299,19 @@ def test_late_traces_stop_the_retries_of_the_span_exporters_only(
             exporter.shutdown()
 
 
+def test_late_traces_leave_an_exporter_without_retry_events_to_its_own_timeout(
+    hanging: HangingSpanProcessor,
+) -> None:
+    """An exporter with neither the OTLP exporters' events nor their client: nothing to stop,
+    and the late shutdown still reports rather than raising."""
+    plain = InMemorySpanExporter()
+    telemetry = _telemetry(hanging=hanging, exporters=[plain])
+    with capture_logs() as logs:
+        assert telemetry.shutdown(timeout_millis=100) is False
+    assert [line["signals"] for line in _lines(logs, "shutdown_timed_out")] == [["traces"]]
+    assert [line["clean"] for line in _lines(logs, "telemetry_shutdown")] == [False]
+
+
 def test_a_failed_metrics_shutdown_stops_the_metric_exporters_and_names_the_reader() -> None:
     grpc_spans, http_metrics = GrpcSpans(), HttpMetrics()
     telemetry = _telemetry(
@@ -362,6 +375,15 @@ def test_a_reader_that_raised_beside_one_out_of_time_is_reported_as_raising() ->
         "failed_readers": ["PeriodicExportingMetricReader", "RaisingReader"],
         "reason": "these readers raised during their final collection or export",
     }
+
+
+def test_a_reader_is_named_even_when_its_error_text_holds_a_colon() -> None:
+    """Only the text before the first ``": "`` names the reader; the error may say anything."""
+    error = Exception(
+        "MeterProvider.shutdown failed because the following metric readers failed:\n"
+        "RaisingReader: RuntimeError('connect: connection refused')"
+    )
+    assert explain_metrics_shutdown(error)["failed_readers"] == ["RaisingReader"]
 
 
 def test_the_first_line_of_the_sdk_error_is_never_taken_for_a_reader() -> None:
