@@ -265,7 +265,12 @@ def bind_hint(exc: OSError) -> str:
 def _family(host: str) -> socket.AddressFamily:
     """IPv6 for an IPv6 host, as prometheus_client's own server chooses (the port has no say)."""
     try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        infos = socket.getaddrinfo(
+            host,
+            None,  # pragma: no mutate: any port, or none, resolves to the same family
+            type=socket.SOCK_STREAM,  # pragma: no mutate: the first answer's family is the same
+            flags=socket.AI_PASSIVE,  # pragma: no mutate: only a None host reads it; never one
+        )
     except OSError:
         return socket.AF_INET
     return infos[0][0]  # never empty: getaddrinfo raises instead

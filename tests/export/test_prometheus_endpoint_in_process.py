@@ -256,13 +256,14 @@ def test_bind_hints(error: OSError, hint: str) -> None:
     assert bind_hint(error) == hint
 
 
-def test_a_flush_outside_a_scrape_is_kept_for_the_next_one(served: Served) -> None:
-    _count(served)
-    served.provider.force_flush()
-    assert served.reader.take_latest() is not None
-    _get(served.endpoint)  # a scrape, then another flush: still kept
-    served.provider.force_flush()
-    assert served.reader.take_latest() is not None
+def test_a_flush_outside_a_scrape_is_kept_for_the_next_one() -> None:
+    for served in _serve("127.0.0.1"):  # a fresh reader: this flush comes before any scrape
+        _count(served)
+        served.provider.force_flush()
+        assert served.reader.take_latest() is not None
+        _get(served.endpoint)  # a scrape, then another flush: still kept
+        served.provider.force_flush()
+        assert served.reader.take_latest() is not None
 
 
 def test_a_flush_racing_a_scrape_is_not_queued_behind_it() -> None:

@@ -53,12 +53,15 @@ def _samples(chooser: KeptTraceExemplarFilter, trace_id: int, sampled: bool = Tr
 def test_only_counting_processors_link_nothing() -> None:
     provider = _provider(Counting())
     assert not KeptTraceExemplarFilter(provider).links(KEPT)
+    assert not exports_spans(provider)
+    assert not exports_spans(_provider())
 
 
 def test_an_exporter_after_a_counting_processor_links_every_trace() -> None:
     provider = _provider(Counting(), SimpleSpanProcessor(InMemorySpanExporter()))
     chooser = KeptTraceExemplarFilter(provider)
     assert chooser.links(KEPT) and chooser.links(DROPPED)
+    assert exports_spans(provider)
 
 
 def test_a_retaining_processor_links_only_the_traces_it_keeps() -> None:
