@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from structlog.testing import capture_logs
 
 from symfonic_otel.export.handle import Telemetry, explain_metrics_shutdown
+from symfonic_otel.export.prometheus import start_prometheus
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.logs import FailureLog
 
@@ -413,3 +414,32 @@ def test_a_bad_timeout_message_shows_the_value() -> None:
     with pytest.raises(ValueError, match=r"^timeout_millis must be a number >= 0, got '5'$"):
         telemetry.shutdown_on_sigterm(timeout_millis="5")  # type: ignore[arg-type]
     telemetry.shutdown(timeout_millis=1_000)
+
+
+@pytest.mark.parametrize("timeout", [True, float("nan")], ids=["a bool", "NaN"])
+def test_a_bool_or_nan_is_no_timeout(timeout: float) -> None:
+    telemetry = _telemetry()
+    with pytest.raises(ValueError, match=r"^timeout_millis must be a number >= 0, got "):
+        telemetry.force_flush(timeout_millis=timeout)
+    telemetry.shutdown(timeout_millis=1_000)
+
+
+def test_a_prometheus_server_that_fails_to_close_is_logged_and_the_shutdown_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _reader, _endpoint, server, thread = start_prometheus("127.0.0.1", 0)
+
+    def failing_close() -> None:
+        raise OSError("the socket could not be closed")
+
+    monkeypatch.setattr(server, "server_close", failing_close)
+    telemetry = _telemetry()
+    telemetry._prometheus_server, telemetry._prometheus_thread = server, thread
+    with capture_logs() as logs:
+        assert telemetry.shutdown(timeout_millis=1_000) is True
+    [line] = _lines(logs, "prometheus_close_failed")
+    assert (line["log_level"], line["error_type"]) == ("warning", "OSError")
+    assert "could not be closed" not in str(line)  # the error's type and place, not its text
+    assert not thread.is_alive()  # stopped before the close failed
+    monkeypatch.undo()
+    server.server_close()
