@@ -68,9 +68,7 @@ def ratio_from_env(explicit: float | None) -> float:
     """
     if explicit is not None:
         return check_ratio(explicit)
-    return read_number(
-        semconv.HEALTHY_TRACE_RATIO_ENV, DEFAULT_HEALTHY_TRACE_RATIO, minimum=0.0, maximum=1.0
-    )
+    return read_number(semconv.HEALTHY_TRACE_RATIO_ENV, DEFAULT_HEALTHY_TRACE_RATIO, maximum=1.0)
 
 
 def ratio_bound(ratio: float) -> int:

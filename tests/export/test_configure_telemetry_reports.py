@@ -243,12 +243,19 @@ def test_the_dropped_spans_counter_reports_every_reason_from_the_start() -> None
     telemetry = configure_telemetry(otlp=False, metric_readers=[reader], set_global=False)
     data = reader.get_metrics_data()
     telemetry.shutdown(timeout_millis=1_000)
-    points = {
-        point.attributes[semconv.TELEMETRY_DROP_REASON]: point.value
+    [metric] = [
+        metric
         for resource in data.resource_metrics
         for scope in resource.scope_metrics
         for metric in scope.metrics
         if metric.name == semconv.DROPPED_SPANS.name
+    ]
+    assert (metric.unit, metric.description) == (
+        semconv.DROPPED_SPANS.unit,
+        semconv.DROPPED_SPANS.description,
+    )
+    points = {
+        point.attributes[semconv.TELEMETRY_DROP_REASON]: point.value
         for point in metric.data.data_points
     }
     assert points == {"queue_full": 0, "export_failed": 0, "unencodable": 0}
