@@ -257,6 +257,7 @@ def test_a_flush_that_raises_names_the_signal_and_returns_false() -> None:
         assert telemetry.force_flush(timeout_millis=1_000) is False
     [failed] = _lines(logs, "force_flush_failed")
     assert (failed["log_level"], failed["signal"]) == ("warning", "metrics")
+    assert failed["error_type"] == "Exception"  # the SDK's aggregate error: its type only
     assert "failed_readers" not in failed  # the metric explanation is for shutdown only
     assert not _lines(logs, "force_flush_timed_out")
     with capture_logs():
@@ -345,6 +346,15 @@ def test_the_meter_provider_may_wait_longer_than_the_budget_for_the_export_in_fl
     assert telemetry.shutdown(timeout_millis=500) is True
     [budget] = reader.shutdown_budgets
     assert 29_000 < budget <= 30_000
+
+
+def test_the_metrics_get_the_rest_of_a_long_budget() -> None:
+    """Past the SDK's own 30 s wait, the metric readers are given what remains of the budget."""
+    reader = RecordingReader()
+    telemetry = _telemetry(readers=[reader])
+    assert telemetry.shutdown(timeout_millis=60_000) is True
+    [budget] = reader.shutdown_budgets
+    assert 59_000 < budget <= 60_000
 
 
 def test_spans_lost_make_the_shutdown_unclean_and_are_counted_by_reason() -> None:
