@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,3 +59,33 @@ def test_every_handler_closes_its_runs_though_one_close_raises(
     assert closed == 3 and broken.asked == 1
     assert [h.open_runs for h in three_handlers] == [0, 0, 0]
     assert telemetry.value("symfonic.agent.runs", {"symfonic.run.outcome": "abandoned"}) == 3
+
+
+# --- interpreter exit: one hook closes every live handler's runs ------------------------------
+
+
+class _Quiet:
+    def exports_to(self, tracer_provider: object, meter_provider: object, is_global: bool) -> bool:
+        return False
+
+    def close_open_runs(self) -> int:
+        return 0
+
+
+def test_the_exit_hook_is_registered_with_the_first_handler_and_only_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """However many handlers a process builds, one exit hook: its count of them stays flat."""
+    monkeypatch.setattr(lifecycle, "_handlers", weakref.WeakSet())
+    monkeypatch.setattr(lifecycle, "_exit_hook_registered", False)
+    atexit.unregister(lifecycle.close_all)  # as in a process that built no handler yet
+    try:
+        before = atexit._ncallbacks()
+        handlers = [_Quiet() for _ in range(3)]
+        for handler in handlers:
+            lifecycle.register(handler)
+        registered = atexit._ncallbacks() - before
+    finally:
+        atexit.unregister(lifecycle.close_all)
+        atexit.register(lifecycle.close_all)  # the process's own hook, back
+    assert registered == 1
