@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
 
 from symfonic_otel import OTelCallbackHandler
 from symfonic_otel.events import AgentStartEvent
@@ -59,6 +61,24 @@ def test_every_handler_closes_its_runs_though_one_close_raises(
     assert closed == 3 and broken.asked == 1
     assert [h.open_runs for h in three_handlers] == [0, 0, 0]
     assert telemetry.value("symfonic.agent.runs", {"symfonic.run.outcome": "abandoned"}) == 3
+
+
+@pytest.mark.parametrize("shared", ["tracer provider", "meter provider"])
+def test_a_handler_sharing_either_provider_has_its_runs_closed(
+    telemetry: InMemoryTelemetry, shared: str
+) -> None:
+    """A handler records to this configuration if it shares either of its providers."""
+    other_meters = MeterProvider(shutdown_on_exit=False)
+    other_tracers = TracerProvider(shutdown_on_exit=False)
+    if shared == "tracer provider":
+        providers = (telemetry.tracer_provider, other_meters)
+    else:
+        providers = (other_tracers, telemetry.meter_provider)
+    handler = OTelCallbackHandler(tracer_provider=providers[0], meter_provider=providers[1])
+    handler.agent_start(AgentStartEvent("q", "run-open"))
+    closed = lifecycle.close_runs_of(telemetry.tracer_provider, telemetry.meter_provider, False)
+    assert closed >= 1 and handler.open_runs == 0
+    other_meters.shutdown()
 
 
 # --- interpreter exit: one hook closes every live handler's runs ------------------------------
