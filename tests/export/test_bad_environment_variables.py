@@ -128,9 +128,12 @@ def test_a_good_value_is_not_warned_about_and_is_used(monkeypatch: pytest.Monkey
 
 
 def test_an_unused_variable_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No OTLP exporter built: its variables are not read, so not warned about."""
+    """No OTLP exporter, periodic reader or span batches built: their variables are not read,
+    so not warned about."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "bogus")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "abc")
+    monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "abc")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "abc")
     with warnings.catch_warnings():
         warnings.simplefilter("error", TelemetrySettingWarning)
         configure_telemetry(set_global=False, otlp=False).shutdown(timeout_millis=CLEANUP_MS)
