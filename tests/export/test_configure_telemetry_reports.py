@@ -172,7 +172,7 @@ def test_metrics_carry_the_configured_resource() -> None:
     assert [r.resource.attributes["service.name"] for r in data.resource_metrics] == ["checkout"]
 
 
-def test_the_retention_counters_are_reported_by_the_configured_meter_provider(
+def test_retention_holds_the_traces_and_reports_to_the_configured_meter_provider(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
@@ -182,6 +182,9 @@ def test_the_retention_counters_are_reported_by_the_configured_meter_provider(
         telemetry = configure_telemetry(
             healthy_trace_ratio=0.5, metric_readers=[reader], set_global=False
         )
+        # A run's root span starts: the retention in front of the OTLP export holds its trace.
+        telemetry.tracer_provider.get_tracer("t").start_span("invoke_agent")
+        assert telemetry.retention is not None and telemetry.retention.held_traces == 1
         data = reader.get_metrics_data()
         telemetry.shutdown(timeout_millis=500)
     names = {
