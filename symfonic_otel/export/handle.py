@@ -74,7 +74,9 @@ class Telemetry:
         self._span_processors = tuple(span_processors)
         self._exporters = tuple(exporters)
         self._prometheus_server = prometheus_server
-        self._prometheus_thread = prometheus_thread
+        self._prometheus_thread = (
+            prometheus_thread  # pragma: no mutate: see _close_prometheus_server
+        )
         self.prometheus_port: int | None = (
             int(prometheus_server.server_port) if prometheus_server is not None else None
         )
@@ -205,14 +207,16 @@ class Telemetry:
 
     def _close_prometheus_server(self) -> None:
         server, thread = self._prometheus_server, self._prometheus_thread
-        self._prometheus_server = self._prometheus_thread = None
+        self._prometheus_server = self._prometheus_thread = None  # pragma: no mutate: run once
         if server is None:
             return
         try:
             server.shutdown()  # stops serve_forever (within its 0.05 s poll)
             server.server_close()  # frees the port
-            if thread is not None:
-                thread.join(timeout=1.0)
+            # The loop has ended when shutdown() returns: the join only waits out the thread's
+            # last steps, and never its timeout.
+            if thread is not None:  # pragma: no mutate: see above
+                thread.join(timeout=1.0)  # pragma: no mutate: see above
         except Exception as exc:
             self._log.warning("symfonic_otel.prometheus_close_failed", exc_info=exc)
 

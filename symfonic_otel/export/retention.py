@@ -72,11 +72,11 @@ class _Held:
     def __init__(self) -> None:
         self.spans: list[ReadableSpan] = []
         self.size = 0
-        self.keep = False
-        self.foreign = False
-        self.judged = False
+        self.keep = False  # pragma: no mutate: tested for truth only
+        self.foreign = False  # pragma: no mutate: tested for truth only
+        self.judged = False  # pragma: no mutate: tested for truth only
         self.parked_at: float | None = None
-        self.parked_by = 0
+        self.parked_by = 0  # pragma: no mutate: read only once parked_at is set, with it
 
 
 class OutcomeRetentionSpanProcessor(SpanProcessor):
@@ -124,8 +124,8 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
         self._decided: dict[int, int] = {}
         self._held_spans = 0
         self._held_bytes = 0
-        self._parked = 0
-        self._closed = False
+        self._parked = 0  # pragma: no mutate: the count only spares a scan that finds none
+        self._closed = False  # pragma: no mutate: tested for truth only
         # Every decision at zero from the start, so ``rate()`` sees the first one.
         self._traces = dict.fromkeys(_DECISIONS, 0)
         self._dropped = dict.fromkeys(
@@ -200,7 +200,7 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
                 out: list[ReadableSpan] = []
                 with self._lock:
                     if self._parked:
-                        out = self._settle_parked(force=False)
+                        out = self._settle_parked()
                     if trace_id not in self._held and trace_id not in self._decided:
                         self._held[trace_id] = _Held()
                         out += self._enforce_bounds()
@@ -227,8 +227,8 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
             with self._lock:
                 out = self._settle_parked(force=True)
             self._export(out)
-        except Exception as exc:
-            self._failures.report("trace_retention", exc)
+        except Exception as exc:  # defensive: deciding raises nothing and the export catches
+            self._failures.report("trace_retention", exc)  # pragma: no mutate: unreachable
         return self.inner.force_flush(timeout_millis)
 
     def shutdown(self) -> None:
@@ -240,8 +240,8 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
                 for trace_id in list(self._held):
                     out += self._decide(trace_id, "outcome")
             self._export(out)
-        except Exception as exc:
-            self._failures.report("trace_retention", exc)
+        except Exception as exc:  # defensive: deciding raises nothing and the export catches
+            self._failures.report("trace_retention", exc)  # pragma: no mutate: unreachable
         self.inner.shutdown()
 
     # --- counts -------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
         attributes = attributes_of(span)
         events = events_of(span)
         keep = outcome_keeps(span, attributes, events)
-        size = estimated_bytes(span, attributes, events)
+        size = estimated_bytes(attributes, events)
         parent = span.parent
         is_root = parent is None or parent.is_remote
         scope = span.instrumentation_scope
@@ -294,7 +294,7 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
         out: list[ReadableSpan] = []
         with self._lock:
             if self._parked:
-                out = self._settle_parked(force=False)
+                out = self._settle_parked()
             code = self._decided.get(trace_id)
             if code is not None:  # a span ending after its trace was decided
                 if code == _KEPT:
@@ -326,22 +326,17 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
                 ):
                     held.parked_at = time.monotonic()
                     held.parked_by = threading.get_ident()
-                    self._parked += 1
+                    self._parked += 1  # pragma: no mutate: as in _decide, a count for a scan
                 else:
                     out += self._decide(trace_id, "outcome")
-            if (
-                self._held_spans > self.max_held_spans
-                or self._held_bytes > self.max_held_bytes
-                or len(self._held) > self.max_held_spans
-            ):
-                out += self._enforce_bounds()
+            out += self._enforce_bounds()
         return out
 
     def _decide(self, trace_id: int, basis: str) -> list[ReadableSpan]:
         """Take the trace out of the held set; its spans if kept (basis ``capacity``: early)."""
         held = self._held.pop(trace_id)
         if held.parked_at is not None:
-            self._parked -= 1
+            self._parked -= 1  # pragma: no mutate: the count only spares a scan that finds none
         self._held_spans -= len(held.spans)
         self._held_bytes -= held.size
         keep = held.keep or ratio_keeps(trace_id, self._bound)
@@ -373,7 +368,7 @@ class OutcomeRetentionSpanProcessor(SpanProcessor):
             out += self._decide(next(iter(held)), "capacity")
         return out
 
-    def _settle_parked(self, *, force: bool) -> list[ReadableSpan]:
+    def _settle_parked(self, *, force: bool = False) -> list[ReadableSpan]:
         """Decide parked roots: all (``force``), or those whose judge had its chance: parked by
         this thread (its dispatch has finished) or longer than the grace ago."""
         out: list[ReadableSpan] = []

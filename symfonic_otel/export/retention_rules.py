@@ -68,9 +68,7 @@ def ratio_from_env(explicit: float | None) -> float:
     """
     if explicit is not None:
         return check_ratio(explicit)
-    return read_number(
-        semconv.HEALTHY_TRACE_RATIO_ENV, DEFAULT_HEALTHY_TRACE_RATIO, minimum=0.0, maximum=1.0
-    )
+    return read_number(semconv.HEALTHY_TRACE_RATIO_ENV, DEFAULT_HEALTHY_TRACE_RATIO, maximum=1.0)
 
 
 def ratio_bound(ratio: float) -> int:
@@ -119,13 +117,11 @@ def outcome_keeps(
         or get(semconv.SYNTHESIS_RECOVERED) is not None
     ):
         return True
-    return len(events) > 0 and any(event.name in _KEPT_EVENTS for event in events)
+    return any(event.name in _KEPT_EVENTS for event in events)
 
 
-def estimated_bytes(
-    span: ReadableSpan, attributes: Mapping[str, Any], events: Sequence[Event]
-) -> int:
-    """About what holding ``span`` costs: a fixed overhead per span and per attribute, plus its
+def estimated_bytes(attributes: Mapping[str, Any], events: Sequence[Event]) -> int:
+    """About what holding a span costs: a fixed overhead per span and per attribute, plus its
     string values (the text that makes a span large)."""
     size = SPAN_OVERHEAD_BYTES + _ITEM_OVERHEAD_BYTES * len(attributes)
     for value in attributes.values():

@@ -59,7 +59,7 @@ from symfonic_otel.export.sdk_settings import settings_for
 from symfonic_otel.export.selection import choose_exporters
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.export.trace_exemplars import KeptTraceExemplarFilter, exports_spans
-from symfonic_otel.logs import FailureLog, get_logger
+from symfonic_otel.logs import get_logger
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -136,7 +136,6 @@ def configure_telemetry(
     validate_components(span_processors, metric_readers)
     log = get_logger()
     ratio = ratio_from_env(healthy_trace_ratio)
-    failures = FailureLog()
 
     attributes: dict[str, str] = dict(resource_attributes or {})
     if service_name is not None:
@@ -177,7 +176,7 @@ def configure_telemetry(
         if traces_protocol is not None:
             span_exporter = otlp_span_exporter(traces_protocol)
             exporters.append(span_exporter)
-            processor = DropCountingBatchSpanProcessor(span_exporter, failures=failures)
+            processor = DropCountingBatchSpanProcessor(span_exporter)
             batch_processors.append(processor)
             if ratio < 1.0:
                 held = processor  # added behind retention, after the extra processors

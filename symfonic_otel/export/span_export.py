@@ -21,7 +21,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Final, Literal
+from typing import Final
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -138,10 +138,12 @@ class DropCountingBatchSpanProcessor(BatchSpanProcessor):
         schedule_delay_millis: float | None = None,
         failures: FailureLog | None = None,
     ) -> None:
-        queue = max_queue_size if max_queue_size is not None else _bsp_default("queue")
-        batch = (
-            max_export_batch_size if max_export_batch_size is not None else _bsp_default("batch")
-        )
+        queue = max_queue_size
+        if queue is None:
+            queue = _bsp_default("_default_max_queue_size", _BSP_DEFAULT_QUEUE)
+        batch = max_export_batch_size
+        if batch is None:
+            batch = _bsp_default("_default_max_export_batch_size", _BSP_DEFAULT_BATCH)
         batch = min(batch, queue)
         self._limit = queue
         self._pending = 0
@@ -216,12 +218,12 @@ class DropCountingBatchSpanProcessor(BatchSpanProcessor):
         self._pending = 0
 
 
-def _bsp_default(which: Literal["queue", "batch"]) -> int:
-    """The SDK's own reading of ``OTEL_BSP_*`` (private helpers; fall back to spec defaults)."""
-    name = "_default_max_queue_size" if which == "queue" else "_default_max_export_batch_size"
-    reader = getattr(BatchSpanProcessor, name, None)
+def _bsp_default(reader_name: str, spec_default: int) -> int:
+    """The SDK's own reading of an ``OTEL_BSP_*`` variable (a private helper of its batch
+    processor), or the spec default if the SDK no longer has it."""
+    reader = getattr(BatchSpanProcessor, reader_name, None)
     if callable(reader):
         value = reader()
         if isinstance(value, int) and value > 0:
             return value
-    return _BSP_DEFAULT_QUEUE if which == "queue" else _BSP_DEFAULT_BATCH
+    return spec_default

@@ -2,7 +2,8 @@
 
 The hub's ``trace_filter`` (``export.trace_exemplars``: the tracer provider's exporters and
 outcome retention) answers per trace id; a series whose latest span is in a trace the filter
-refuses is still reported, without its exemplar. Cumulative readers and delta readers alike.
+refuses is still reported, without its exemplar. Cumulative readers and delta readers alike,
+and the Prometheus endpoint's OpenMetrics exposition.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from opentelemetry.sdk.metrics.export import (
     InMemoryMetricReader,
     MetricsData,
 )
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from symfonic_otel import semconv
 from symfonic_otel.emit import reader_hook
 from symfonic_otel.emit.tenant_counters import TENANT_COUNTERS, Series, TenantCounters
 from symfonic_otel.emit.tenant_hub import hub_for
 from symfonic_otel.emit.tenants import ActiveTenants
+from symfonic_otel.export.tenant_exposition import TenantExposition
 from symfonic_otel.semconv import InstrumentSpec
 
 EXPORTED_TRACE, DROPPED_TRACE = (
@@ -97,3 +100,27 @@ def test_a_source_without_a_trace_filter_keeps_every_exemplar(delta: bool) -> No
     assert reader_hook.install(provider, _Unfiltered(store))
     data = _one_bail_each(store, reader, provider)
     assert _linked(data) == {"acme": [EXPORTED_TRACE], "globex": [DROPPED_TRACE]}
+
+
+def test_the_openmetrics_exposition_shows_only_exemplars_of_exported_traces() -> None:
+    provider = MeterProvider()
+    store = TenantCounters(ActiveTenants(), detail_cap=4)
+    hub = hub_for(provider)
+    hub.add_store(store)
+    hub.trace_filter = _exported
+    try:
+        for tenant, trace_id in (("acme", EXPORTED_TRACE), ("globex", DROPPED_TRACE)):
+            attributes = {semconv.TENANT_ID: tenant}
+            store.add(semconv.SILENT_BAILS.name, tenant, attributes, 1, link=(trace_id, 7))
+        text = "".join(TenantExposition(hub).chunks(True)) + "# EOF\n"
+    finally:
+        provider.shutdown()
+    linked = {
+        sample.labels["tenant_id"]: (sample.value, sample.exemplar and sample.exemplar.labels)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    assert linked == {
+        "acme": (1, {"span_id": f"{7:016x}", "trace_id": f"{EXPORTED_TRACE:032x}"}),
+        "globex": (1, None),  # still reported, without the exemplar
+    }

@@ -128,12 +128,39 @@ def test_a_good_value_is_not_warned_about_and_is_used(monkeypatch: pytest.Monkey
 
 
 def test_an_unused_variable_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No OTLP exporter built: its variables are not read, so not warned about."""
+    """No OTLP exporter, periodic reader or span batches built: their variables are not read,
+    so not warned about."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "bogus")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "abc")
+    monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "abc")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "abc")
     with warnings.catch_warnings():
         warnings.simplefilter("error", TelemetrySettingWarning)
         configure_telemetry(set_global=False, otlp=False).shutdown(timeout_millis=CLEANUP_MS)
+
+
+@pytest.mark.parametrize(
+    ("traces", "metrics", "variable"),
+    [
+        ("otlp", "none", "OTEL_BSP_SCHEDULE_DELAY"),  # the batch span processor alone
+        ("none", "console", "OTEL_METRIC_EXPORT_INTERVAL"),  # a periodic reader, no OTLP
+        ("none", "otlp", "OTEL_METRIC_EXPORT_INTERVAL"),  # a periodic reader, no span batches
+        ("none", "otlp", "OTEL_EXPORTER_OTLP_TIMEOUT"),  # an OTLP exporter, metrics only
+    ],
+)
+def test_the_variables_of_each_component_built_are_checked(
+    monkeypatch: pytest.MonkeyPatch, traces: str, metrics: str, variable: str
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", traces)
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", metrics)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")  # nothing listens
+    monkeypatch.setenv(variable, "abc")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        telemetry = configure_telemetry(set_global=False)
+    telemetry.shutdown(timeout_millis=CLEANUP_MS)
+    ours = [str(w.message) for w in caught if issubclass(w.category, TelemetrySettingWarning)]
+    assert [text.split(" is not ")[0] for text in ours] == [f"{variable}='abc'"]
 
 
 @pytest.mark.parametrize("value", ["yes", "1", "on"])

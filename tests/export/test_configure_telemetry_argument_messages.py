@@ -117,6 +117,17 @@ def test_values_at_the_edges_of_each_range_are_accepted(change: dict[str, Any]) 
             "otlp_metric_batch_size must be a positive int (data points per OTLP message), "
             "got False",
         ),
+        (
+            {"otlp_metric_batch_size": True},  # a bool is no count, though True == 1
+            ValueError,
+            "otlp_metric_batch_size must be a positive int (data points per OTLP message), "
+            "got True",
+        ),
+        (
+            {"export_interval_ms": True},
+            ValueError,
+            "export_interval_ms must be a positive int or None, got True",
+        ),
     ],
 )
 def test_each_refusal_names_the_argument_the_rule_and_the_value(

@@ -78,13 +78,44 @@ def test_a_ratio_with_no_otlp_trace_export_is_reported_unused() -> None:
     with capture_logs() as logs:
         telemetry = configure_telemetry(otlp=False, healthy_trace_ratio=0.25, set_global=False)
     telemetry.shutdown(timeout_millis=1_000)
-    [unused] = _lines(logs, "healthy_trace_ratio_unused")
-    assert unused["log_level"] == "info"
-    assert unused["healthy_trace_ratio"] == 0.25
-    assert "no" in unused["reason"] and "OTLP trace export" in unused["reason"]
+    assert _lines(logs, "healthy_trace_ratio_unused") == [
+        {
+            "event": "symfonic_otel.healthy_trace_ratio_unused",
+            "log_level": "info",
+            "healthy_trace_ratio": 0.25,
+            "reason": "outcome retention applies to the OTLP trace export, and none is configured",
+        }
+    ]
     assert telemetry.retention is None
     [line] = _lines(logs, "telemetry_configured")
     assert line["healthy_trace_ratio"] == 0.25
+
+
+def test_exemplars_without_trace_ids_are_reported_with_the_fix() -> None:
+    """Nothing exports spans: the line says why exemplars carry no trace ids and how to fix it."""
+    with capture_logs() as logs:
+        telemetry = configure_telemetry(otlp=False, set_global=False)
+    telemetry.shutdown(timeout_millis=1_000)
+    assert _lines(logs, "exemplars_without_trace_ids") == [
+        {
+            "event": "symfonic_otel.exemplars_without_trace_ids",
+            "log_level": "info",
+            "reason": "no trace exporter is configured, so no run's trace is stored: exemplars "
+            "carry no trace ids until a span processor that exports is added (set "
+            "OTEL_EXPORTER_OTLP_ENDPOINT, or pass span_processors)",
+        }
+    ]
+
+
+def test_a_span_processor_of_the_callers_is_taken_to_export() -> None:
+    with capture_logs() as logs:
+        telemetry = configure_telemetry(
+            otlp=False,
+            span_processors=[SimpleSpanProcessor(InMemorySpanExporter())],
+            set_global=False,
+        )
+    telemetry.shutdown(timeout_millis=1_000)
+    assert not _lines(logs, "exemplars_without_trace_ids")
 
 
 def test_a_ratio_of_one_holds_nothing_and_is_not_reported_unused() -> None:
@@ -128,6 +159,41 @@ def test_spans_carry_the_configured_resource() -> None:
     telemetry.shutdown(timeout_millis=1_000)
     [span] = spans.get_finished_spans()
     assert span.resource.attributes["service.name"] == "checkout"
+
+
+def test_metrics_carry_the_configured_resource() -> None:
+    reader = InMemoryMetricReader()
+    telemetry = configure_telemetry(
+        service_name="checkout", otlp=False, metric_readers=[reader], set_global=False
+    )
+    data = reader.get_metrics_data()
+    telemetry.shutdown(timeout_millis=1_000)
+    assert data is not None
+    assert [r.resource.attributes["service.name"] for r in data.resource_metrics] == ["checkout"]
+
+
+def test_retention_holds_the_traces_and_reports_to_the_configured_meter_provider(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")  # nothing listens
+    reader = InMemoryMetricReader()
+    with capture_logs():
+        telemetry = configure_telemetry(
+            healthy_trace_ratio=0.5, metric_readers=[reader], set_global=False
+        )
+        # A run's root span starts: the retention in front of the OTLP export holds its trace.
+        telemetry.tracer_provider.get_tracer("t").start_span("invoke_agent")
+        assert telemetry.retention is not None and telemetry.retention.held_traces == 1
+        data = reader.get_metrics_data()
+        telemetry.shutdown(timeout_millis=500)
+    names = {
+        metric.name
+        for resource in (data.resource_metrics if data else ())
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+    }
+    assert semconv.RETENTION_TRACES.name in names
 
 
 def test_console_output_goes_to_the_stdout_of_the_time_of_the_call(
@@ -180,12 +246,19 @@ def test_the_dropped_spans_counter_reports_every_reason_from_the_start() -> None
     telemetry = configure_telemetry(otlp=False, metric_readers=[reader], set_global=False)
     data = reader.get_metrics_data()
     telemetry.shutdown(timeout_millis=1_000)
-    points = {
-        point.attributes[semconv.TELEMETRY_DROP_REASON]: point.value
+    [metric] = [
+        metric
         for resource in data.resource_metrics
         for scope in resource.scope_metrics
         for metric in scope.metrics
         if metric.name == semconv.DROPPED_SPANS.name
+    ]
+    assert (metric.unit, metric.description) == (
+        semconv.DROPPED_SPANS.unit,
+        semconv.DROPPED_SPANS.description,
+    )
+    points = {
+        point.attributes[semconv.TELEMETRY_DROP_REASON]: point.value
         for point in metric.data.data_points
     }
     assert points == {"queue_full": 0, "export_failed": 0, "unencodable": 0}

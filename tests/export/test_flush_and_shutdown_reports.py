@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from structlog.testing import capture_logs
 
 from symfonic_otel.export.handle import Telemetry, explain_metrics_shutdown
+from symfonic_otel.export.prometheus import start_prometheus
 from symfonic_otel.export.span_export import DropCountingBatchSpanProcessor
 from symfonic_otel.logs import FailureLog
 
@@ -235,8 +237,10 @@ def test_a_flush_past_its_deadline_names_the_late_signal_and_the_budget(
     hanging: HangingSpanProcessor,
 ) -> None:
     telemetry = _telemetry(hanging=hanging)
+    started = time.monotonic()
     with capture_logs() as logs:
         assert telemetry.force_flush(timeout_millis=50) is False
+    assert time.monotonic() - started < 0.5  # the caller waits the budget, not the hang
     [late] = _lines(logs, "force_flush_timed_out")
     assert late["log_level"] == "warning"
     assert late["signals"] == ["traces"]  # the metrics flushed in time
@@ -253,6 +257,7 @@ def test_a_flush_that_raises_names_the_signal_and_returns_false() -> None:
         assert telemetry.force_flush(timeout_millis=1_000) is False
     [failed] = _lines(logs, "force_flush_failed")
     assert (failed["log_level"], failed["signal"]) == ("warning", "metrics")
+    assert failed["error_type"] == "Exception"  # the SDK's aggregate error: its type only
     assert "failed_readers" not in failed  # the metric explanation is for shutdown only
     assert not _lines(logs, "force_flush_timed_out")
     with capture_logs():
@@ -299,6 +304,19 @@ def test_late_traces_stop_the_retries_of_the_span_exporters_only(
             exporter.shutdown()
 
 
+def test_late_traces_leave_an_exporter_without_retry_events_to_its_own_timeout(
+    hanging: HangingSpanProcessor,
+) -> None:
+    """An exporter with neither the OTLP exporters' events nor their client: nothing to stop,
+    and the late shutdown still reports rather than raising."""
+    plain = InMemorySpanExporter()
+    telemetry = _telemetry(hanging=hanging, exporters=[plain])
+    with capture_logs() as logs:
+        assert telemetry.shutdown(timeout_millis=100) is False
+    assert [line["signals"] for line in _lines(logs, "shutdown_timed_out")] == [["traces"]]
+    assert [line["clean"] for line in _lines(logs, "telemetry_shutdown")] == [False]
+
+
 def test_a_failed_metrics_shutdown_stops_the_metric_exporters_and_names_the_reader() -> None:
     grpc_spans, http_metrics = GrpcSpans(), HttpMetrics()
     telemetry = _telemetry(
@@ -328,6 +346,15 @@ def test_the_meter_provider_may_wait_longer_than_the_budget_for_the_export_in_fl
     assert telemetry.shutdown(timeout_millis=500) is True
     [budget] = reader.shutdown_budgets
     assert 29_000 < budget <= 30_000
+
+
+def test_the_metrics_get_the_rest_of_a_long_budget() -> None:
+    """Past the SDK's own 30 s wait, the metric readers are given what remains of the budget."""
+    reader = RecordingReader()
+    telemetry = _telemetry(readers=[reader])
+    assert telemetry.shutdown(timeout_millis=60_000) is True
+    [budget] = reader.shutdown_budgets
+    assert 59_000 < budget <= 60_000
 
 
 def test_spans_lost_make_the_shutdown_unclean_and_are_counted_by_reason() -> None:
@@ -364,6 +391,15 @@ def test_a_reader_that_raised_beside_one_out_of_time_is_reported_as_raising() ->
     }
 
 
+def test_a_reader_is_named_even_when_its_error_text_holds_a_colon() -> None:
+    """Only the text before the first ``": "`` names the reader; the error may say anything."""
+    error = Exception(
+        "MeterProvider.shutdown failed because the following metric readers failed:\n"
+        "RaisingReader: RuntimeError('connect: connection refused')"
+    )
+    assert explain_metrics_shutdown(error)["failed_readers"] == ["RaisingReader"]
+
+
 def test_the_first_line_of_the_sdk_error_is_never_taken_for_a_reader() -> None:
     error = Exception("Header: deadline already exceeded\nReader: deadline already exceeded")
     assert explain_metrics_shutdown(error)["failed_readers"] == ["Reader"]
@@ -391,3 +427,32 @@ def test_a_bad_timeout_message_shows_the_value() -> None:
     with pytest.raises(ValueError, match=r"^timeout_millis must be a number >= 0, got '5'$"):
         telemetry.shutdown_on_sigterm(timeout_millis="5")  # type: ignore[arg-type]
     telemetry.shutdown(timeout_millis=1_000)
+
+
+@pytest.mark.parametrize("timeout", [True, float("nan")], ids=["a bool", "NaN"])
+def test_a_bool_or_nan_is_no_timeout(timeout: float) -> None:
+    telemetry = _telemetry()
+    with pytest.raises(ValueError, match=r"^timeout_millis must be a number >= 0, got "):
+        telemetry.force_flush(timeout_millis=timeout)
+    telemetry.shutdown(timeout_millis=1_000)
+
+
+def test_a_prometheus_server_that_fails_to_close_is_logged_and_the_shutdown_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _reader, _endpoint, server, thread = start_prometheus("127.0.0.1", 0)
+
+    def failing_close() -> None:
+        raise OSError("the socket could not be closed")
+
+    monkeypatch.setattr(server, "server_close", failing_close)
+    telemetry = _telemetry()
+    telemetry._prometheus_server, telemetry._prometheus_thread = server, thread
+    with capture_logs() as logs:
+        assert telemetry.shutdown(timeout_millis=1_000) is True
+    [line] = _lines(logs, "prometheus_close_failed")
+    assert (line["log_level"], line["error_type"]) == ("warning", "OSError")
+    assert "could not be closed" not in str(line)  # the error's type and place, not its text
+    assert not thread.is_alive()  # stopped before the close failed
+    monkeypatch.undo()
+    server.server_close()

@@ -10,7 +10,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from symfonic_otel.export.trace_exemplars import EXPORTS_NO_SPANS, KeptTraceExemplarFilter
+from symfonic_otel.export.trace_exemplars import (
+    EXPORTS_NO_SPANS,
+    KeptTraceExemplarFilter,
+    exports_spans,
+)
 
 KEPT, DROPPED = 2, 3
 
@@ -49,12 +53,15 @@ def _samples(chooser: KeptTraceExemplarFilter, trace_id: int, sampled: bool = Tr
 def test_only_counting_processors_link_nothing() -> None:
     provider = _provider(Counting())
     assert not KeptTraceExemplarFilter(provider).links(KEPT)
+    assert not exports_spans(provider)
+    assert not exports_spans(_provider())
 
 
 def test_an_exporter_after_a_counting_processor_links_every_trace() -> None:
     provider = _provider(Counting(), SimpleSpanProcessor(InMemorySpanExporter()))
     chooser = KeptTraceExemplarFilter(provider)
     assert chooser.links(KEPT) and chooser.links(DROPPED)
+    assert exports_spans(provider)
 
 
 def test_a_retaining_processor_links_only_the_traces_it_keeps() -> None:
@@ -79,3 +86,14 @@ def test_a_collected_tracer_provider_links_nothing() -> None:
     del provider
     gc.collect()
     assert not chooser.links(KEPT)
+
+
+def test_a_provider_with_its_own_span_processor_is_taken_to_export_every_trace() -> None:
+    """``TracerProvider(active_span_processor=...)``: no processor list to read, so nothing is
+    held back (an exemplar naming a lost trace beats none at all)."""
+    provider = TracerProvider(
+        active_span_processor=SimpleSpanProcessor(InMemorySpanExporter()), shutdown_on_exit=False
+    )
+    chooser = KeptTraceExemplarFilter(provider)
+    assert chooser.links(KEPT) and chooser.links(DROPPED)
+    assert exports_spans(provider)

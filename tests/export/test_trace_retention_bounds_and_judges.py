@@ -251,6 +251,24 @@ def test_a_root_still_parked_after_another_was_judged_is_settled_after_the_grace
     fresh.end()
 
 
+def test_a_failing_span_ending_after_its_root_was_parked_keeps_the_trace_on_its_outcome() -> None:
+    """A late span of the run (ended on another thread than the root) says it failed: when the
+    parked root is settled, the trace is kept whole, on its outcome."""
+    rig, judge = Rig(ratio=0.0), Judge()
+    root = rig.root(foreign=True)
+    trace_id = root.get_span_context().trace_id
+    judge.awaited.add(trace_id)
+    late = rig.child(root, foreign=True, **{semconv.RUN_OUTCOME: "error"})
+    ender = threading.Thread(target=root.end)
+    ender.start()
+    ender.join()
+    late.end()  # not the parking thread, within the grace: the root still waits
+    assert rig.retention.held_traces == 1 and rig.traces() == {}
+    assert rig.retention.force_flush(500) is True
+    assert rig.retention.decisions == {("kept", "outcome"): 1}
+    assert rig.traces() == {trace_id: 2}
+
+
 @pytest.mark.parametrize("then", ["a root starts", "a root ends", "a span passes the bound"])
 def test_a_parked_root_the_ratio_keeps_is_exported_whatever_settles_it(then: str) -> None:
     one = SPAN_OVERHEAD_BYTES + 100 + 10
