@@ -291,15 +291,17 @@ class MetricEmitter:
     ) -> None:
         """``gen_ai.execute_tool.duration``; ``tool`` and ``error`` are raw (bounded here)."""
         scope = self._histogram_tenant(tenant)
-        attrs = self._cache.get((_TOOL_KEY, scope, tool, error))
-        if attrs is None:
-            label = self.tools(tool) if tool else OTHER
-            error_label = self.errors(error) if error is not None else None
-            key: tuple[Any, ...] = (scope, label, error_label)
-            if not self._tool_pool.admit(key):
-                key = (scope, OTHER, OTHER if error is not None else None)
-            attrs = self._remember((_TOOL_KEY, scope, tool, error), self._attrs.tool(*key))
+        attrs = self._cached((_TOOL_KEY, scope, tool, error), self._tool_set, scope, tool, error)
         self._record(self.instruments.tool_duration, duration_s, attrs, link)
+
+    def _tool_set(self, tenant: str | None, tool: str, error: str | None) -> dict[str, Any]:
+        """First call of a tool label combination: admit it, or fold it (an empty name is
+        ``_OTHER``, as every name with nothing printable)."""
+        error_label = self.errors(error) if error is not None else None
+        key: tuple[Any, ...] = (tenant, self.tools(tool), error_label)
+        if not self._tool_pool.admit(key):
+            key = (tenant, OTHER, OTHER if error is not None else None)
+        return self._attrs.tool(*key)
 
     def _op_set(
         self,
