@@ -228,19 +228,15 @@ class MetricEmitter:
         ``link``, the call's span, as their exemplar.
         """
         instruments = self.instruments
-        cache = self._cache
         scope = self._histogram_tenant(tenant)
-        op_attrs = cache.get((_OP_KEY, scope, operation, model, node, provider, error))
-        if op_attrs is None:
-            op_attrs = self._op_set(scope, operation, model, node, provider, error)
+        labels = (scope, operation, model, node, provider)
+        op_attrs = self._cached((_OP_KEY, *labels, error), self._op_set, *labels, error)
         if duration_s is not None:
             self._record(instruments.operation_duration, duration_s, op_attrs, link)
         if ttfc_s is not None:  # its sets are those of a successful call (no error.type)
             ttfc_attrs = op_attrs
             if error is not None:
-                ttfc_attrs = cache.get(
-                    (_OP_KEY, scope, operation, model, node, provider, None)
-                ) or (self._op_set(scope, operation, model, node, provider, None))
+                ttfc_attrs = self._cached((_OP_KEY, *labels, None), self._op_set, *labels, None)
             self._record(instruments.time_to_first_chunk, ttfc_s, ttfc_attrs, link)
         for token_type, amount in zip(
             (semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT), tokens, strict=True
@@ -316,15 +312,7 @@ class MetricEmitter:
         key: tuple[Any, ...] = (tenant, operation, model, node, provider, error)
         if not self._op_pool.admit(key):
             key = (tenant, operation, OTHER, OTHER, OTHER, OTHER if error is not None else None)
-        return self._remember(
-            (_OP_KEY, tenant, operation, model, node, provider, error), metric_attrs.operation(*key)
-        )
-
-    def _remember(self, key: tuple[object, ...], attrs: dict[str, Any]) -> dict[str, Any]:
-        if len(self._cache) >= _ATTRS_CACHE_CAP:  # pragma: no mutate: as in _cached
-            self._cache.clear()
-        self._cache[key] = attrs
-        return attrs
+        return metric_attrs.operation(*key)
 
     # --- labels and attribute sets ----------------------------------------------------------
 
