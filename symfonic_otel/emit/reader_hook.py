@@ -60,7 +60,7 @@ def available(provider: MeterProvider) -> bool:
 def plain_histograms(provider: MeterProvider) -> bool:
     """Whether every reader of ``provider`` aggregates a histogram as the SDK does by default
     (no view renames, re-buckets, filters or drops one; no reader asks for another aggregation)."""
-    config: Any = getattr(provider, "_sdk_config", None)
+    config: Any = provider._sdk_config  # ``available`` checked it
     for view in getattr(config, "views", None) or ():
         if any(getattr(view, name, None) is not None for name in _VIEW_CHANGES) or not isinstance(
             getattr(view, "_aggregation", None), DefaultAggregation
@@ -69,8 +69,12 @@ def plain_histograms(provider: MeterProvider) -> bool:
     consumer: Any = getattr(provider, "_measurement_consumer", None)
     for reader in getattr(consumer, "_reader_storages", None) or ():
         chosen = getattr(reader, "_instrument_class_aggregation", None)
-        if not isinstance(chosen, Mapping) or not isinstance(
-            chosen.get(Histogram, DefaultAggregation()), DefaultAggregation
+        # Keyed by the SDK's instrument classes (``_Histogram``, a subclass of ``Histogram``).
+        if not isinstance(chosen, Mapping) or any(
+            isinstance(kind, type)
+            and issubclass(kind, Histogram)
+            and not isinstance(aggregation, DefaultAggregation)
+            for kind, aggregation in chosen.items()
         ):
             return False
     return True
