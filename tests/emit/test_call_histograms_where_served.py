@@ -18,10 +18,15 @@ from opentelemetry.sdk.metrics.export import (
     InMemoryMetricReader,
     Metric,
 )
-from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
+from opentelemetry.sdk.metrics.view import (
+    ExplicitBucketHistogramAggregation,
+    ExponentialBucketHistogramAggregation,
+    View,
+)
 from opentelemetry.sdk.trace import TracerProvider
 
 from symfonic_otel import OTelCallbackHandler, semconv
+from symfonic_otel.emit import tenant_hub
 from symfonic_otel.emit.metrics import MetricEmitter
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
 
@@ -84,6 +89,27 @@ def test_a_reader_asking_exponential_histograms_gets_the_call_counts_so() -> Non
     calls = _metrics(reader)[CALLS]
     assert isinstance(calls.data, ExponentialHistogram)
     assert calls.data.data_points[0].count == 1
+    provider.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "in_process"),
+    [
+        (ExplicitBucketHistogramAggregation(), True),  # the OTLP exporter's choice
+        (ExplicitBucketHistogramAggregation((1, 10)), False),
+        (ExplicitBucketHistogramAggregation(record_min_max=False), False),
+    ],
+    ids=["advised-buckets", "own-buckets", "no-min-max"],
+)
+def test_a_reader_asking_explicit_buckets_is_served_in_process_only_at_the_advised_ones(
+    aggregation: ExplicitBucketHistogramAggregation, in_process: bool
+) -> None:
+    reader = InMemoryMetricReader(preferred_aggregation={Histogram: aggregation})
+    provider = MeterProvider(metric_readers=[reader])
+    _run(provider)
+    assert (tenant_hub.hub_for(provider).call_histograms is not None) is in_process
+    (point,) = _metrics(reader)[CALLS].data.data_points  # type: ignore[union-attr]
+    assert point.count == 1
     provider.shutdown()
 
 
