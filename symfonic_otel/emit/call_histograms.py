@@ -24,6 +24,7 @@ import weakref
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Mapping
+from operator import add
 from typing import Any, Final
 
 from opentelemetry.sdk.metrics import Exemplar
@@ -302,9 +303,7 @@ def _summed(points: list[HistogramDataPoint]) -> list[HistogramDataPoint]:
                 time_unix_nano=max(was.time_unix_nano, point.time_unix_nano),
                 count=was.count + point.count,
                 sum=was.sum + point.sum,
-                bucket_counts=tuple(
-                    a + b for a, b in zip(was.bucket_counts, point.bucket_counts, strict=True)
-                ),
+                bucket_counts=tuple(map(add, was.bucket_counts, point.bucket_counts)),
                 explicit_bounds=was.explicit_bounds,
                 min=min(was.min, point.min),
                 max=max(was.max, point.max),

@@ -170,7 +170,7 @@ def _placed(
 ) -> Iterator[Sample]:
     bucket_name = f"{name}_bucket"
     position = 0
-    exemplars: Mapping[int, Exemplar] = {}
+    exemplars: Mapping[int, Exemplar] = {}  # pragma: no mutate: a first bucket sets it
     for sample in samples:
         if sample.name != bucket_name:
             yield sample

@@ -228,19 +228,15 @@ class MetricEmitter:
         ``link``, the call's span, as their exemplar.
         """
         instruments = self.instruments
-        cache = self._cache
         scope = self._histogram_tenant(tenant)
-        op_attrs = cache.get((_OP_KEY, scope, operation, model, node, provider, error))
-        if op_attrs is None:
-            op_attrs = self._op_set(scope, operation, model, node, provider, error)
+        labels = (scope, operation, model, node, provider)
+        op_attrs = self._cached((_OP_KEY, *labels, error), self._op_set, *labels, error)
         if duration_s is not None:
             self._record(instruments.operation_duration, duration_s, op_attrs, link)
         if ttfc_s is not None:  # its sets are those of a successful call (no error.type)
             ttfc_attrs = op_attrs
             if error is not None:
-                ttfc_attrs = cache.get(
-                    (_OP_KEY, scope, operation, model, node, provider, None)
-                ) or (self._op_set(scope, operation, model, node, provider, None))
+                ttfc_attrs = self._cached((_OP_KEY, *labels, None), self._op_set, *labels, None)
             self._record(instruments.time_to_first_chunk, ttfc_s, ttfc_attrs, link)
         for token_type, amount in zip(
             (semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT), tokens, strict=True
@@ -291,15 +287,17 @@ class MetricEmitter:
     ) -> None:
         """``gen_ai.execute_tool.duration``; ``tool`` and ``error`` are raw (bounded here)."""
         scope = self._histogram_tenant(tenant)
-        attrs = self._cache.get((_TOOL_KEY, scope, tool, error))
-        if attrs is None:
-            label = self.tools(tool) if tool else OTHER
-            error_label = self.errors(error) if error is not None else None
-            key: tuple[Any, ...] = (scope, label, error_label)
-            if not self._tool_pool.admit(key):
-                key = (scope, OTHER, OTHER if error is not None else None)
-            attrs = self._remember((_TOOL_KEY, scope, tool, error), self._attrs.tool(*key))
+        attrs = self._cached((_TOOL_KEY, scope, tool, error), self._tool_set, scope, tool, error)
         self._record(self.instruments.tool_duration, duration_s, attrs, link)
+
+    def _tool_set(self, tenant: str | None, tool: str, error: str | None) -> dict[str, Any]:
+        """First call of a tool label combination: admit it, or fold it (an empty name is
+        ``_OTHER``, as every name with nothing printable)."""
+        error_label = self.errors(error) if error is not None else None
+        key: tuple[Any, ...] = (tenant, self.tools(tool), error_label)
+        if not self._tool_pool.admit(key):
+            key = (tenant, OTHER, OTHER if error is not None else None)
+        return self._attrs.tool(*key)
 
     def _op_set(
         self,
@@ -314,15 +312,7 @@ class MetricEmitter:
         key: tuple[Any, ...] = (tenant, operation, model, node, provider, error)
         if not self._op_pool.admit(key):
             key = (tenant, operation, OTHER, OTHER, OTHER, OTHER if error is not None else None)
-        return self._remember(
-            (_OP_KEY, tenant, operation, model, node, provider, error), metric_attrs.operation(*key)
-        )
-
-    def _remember(self, key: tuple[object, ...], attrs: dict[str, Any]) -> dict[str, Any]:
-        if len(self._cache) >= _ATTRS_CACHE_CAP:  # pragma: no mutate: as in _cached
-            self._cache.clear()
-        self._cache[key] = attrs
-        return attrs
+        return metric_attrs.operation(*key)
 
     # --- labels and attribute sets ----------------------------------------------------------
 

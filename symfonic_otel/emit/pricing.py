@@ -112,8 +112,9 @@ class PriceTable:
                 if not isinstance(price, ModelPrice):
                     raise TypeError(f"pricing[{model!r}] must be a ModelPrice, got {price!r}")
                 table[model.lower()] = price
-        # Longest prefixes first, so "gpt-4o-mini" wins over "gpt-4o".
-        self._prefixes = sorted(table.items(), key=lambda item: len(item[0]), reverse=True)
+        # In reverse order every extension of a prefix comes before it ("gpt-4o-mini" before
+        # "gpt-4o"): the first prefix a name starts with is the longest.
+        self._prefixes = [(prefix, table[prefix]) for prefix in sorted(table, reverse=True)]
         self._memo: dict[str, ModelPrice | None] = {}
         self._lock = threading.Lock()
 

@@ -19,7 +19,8 @@ Private names used: ``MeterProvider._measurement_consumer`` (its ``collect`` and
 ``_reader_storages``), ``MeterProvider._sdk_config.resource``,
 ``MetricReader._set_collect_callback``, ``MetricReader._instrument_class_temporality`` and
 ``_instrument_class_aggregation``, ``MeterProvider._sdk_config.views`` and ``exemplar_filter``
-(a view's ``_name``, ``_description``, ``_attribute_keys``, ``_aggregation``).
+(a view's ``_name``, ``_description``, ``_attribute_keys``, ``_aggregation``; an explicit bucket
+aggregation's ``_boundaries`` and ``_record_min_max``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, Counter, Histogram
 from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricReader, MetricsData
-from opentelemetry.sdk.metrics.view import DefaultAggregation
+from opentelemetry.sdk.metrics.view import DefaultAggregation, ExplicitBucketHistogramAggregation
 from opentelemetry.sdk.resources import Resource
 
 from symfonic_otel.emit.call_histograms import CallHistograms, absorb
@@ -60,20 +61,30 @@ def available(provider: MeterProvider) -> bool:
 def plain_histograms(provider: MeterProvider) -> bool:
     """Whether every reader of ``provider`` aggregates a histogram as the SDK does by default
     (no view renames, re-buckets, filters or drops one; no reader asks for another aggregation)."""
-    config: Any = getattr(provider, "_sdk_config", None)
+    config: Any = provider._sdk_config  # ``available`` checked it
     for view in getattr(config, "views", None) or ():
-        if any(getattr(view, name, None) is not None for name in _VIEW_CHANGES) or not isinstance(
-            getattr(view, "_aggregation", None), DefaultAggregation
+        if any(getattr(view, name, None) is not None for name in _VIEW_CHANGES) or not _as_default(
+            getattr(view, "_aggregation", None)
         ):
             return False
     consumer: Any = getattr(provider, "_measurement_consumer", None)
     for reader in getattr(consumer, "_reader_storages", None) or ():
         chosen = getattr(reader, "_instrument_class_aggregation", None)
-        if not isinstance(chosen, Mapping) or not isinstance(
-            chosen.get(Histogram, DefaultAggregation()), DefaultAggregation
+        # Keyed by the SDK's instrument classes (``_Histogram``, a subclass of ``Histogram``).
+        if not isinstance(chosen, Mapping) or any(
+            isinstance(kind, type) and issubclass(kind, Histogram) and not _as_default(aggregation)
+            for kind, aggregation in chosen.items()
         ):
             return False
     return True
+
+
+def _as_default(aggregation: object) -> bool:
+    """Whether ``aggregation`` treats a histogram as the default does: explicit buckets at the
+    instrument's advised boundaries, with min and max (what the OTLP exporter asks for)."""
+    if isinstance(aggregation, ExplicitBucketHistogramAggregation):
+        return aggregation._boundaries is None and aggregation._record_min_max is True
+    return isinstance(aggregation, DefaultAggregation)
 
 
 _VIEW_CHANGES = ("_name", "_description", "_attribute_keys")

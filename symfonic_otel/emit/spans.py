@@ -92,12 +92,8 @@ class SpanEmitter:
                 attributes[semconv.GEN_AI_AGENT_NAME] = agent = agent.strip()
                 name = semconv.agent_span_name(agent)
             attributes = {**extra, **attributes}
-        return self._start_span(
-            name,
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=start_time_ns,
+        return self._start_span(  # an INTERNAL span: the SDK's default kind
+            name, context=parent, attributes=attributes, start_time=start_time_ns
         )
 
     def end_run(
@@ -233,10 +229,9 @@ class SpanEmitter:
             _capture_json(attributes, semconv.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
         if extra:
             attributes = {**extra, **attributes}
-        return self._start_span(
+        return self._start_span(  # an INTERNAL span: the SDK's default kind
             semconv.tool_span_name(name),
             context=parent,
-            kind=SpanKind.INTERNAL,
             attributes=attributes,
             start_time=start_time_ns,
         )

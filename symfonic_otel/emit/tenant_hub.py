@@ -58,7 +58,6 @@ class TenantHub:
         # Whether a provider's readers see this hub (a flag, not the provider: ``_hubs`` is keyed
         # weakly by the provider, which a reference from its own hub would keep alive forever).
         self.attached = False
-        self.fallback = False  # reported through observable counters instead
         # Whether an exemplar may name a trace id (``export.trace_exemplars``); None: any.
         self.trace_filter: Callable[[int], bool] | None = None
         # The run's call histograms, where the reader hook produces them (else SDK instruments).
@@ -156,7 +155,6 @@ class TenantHub:
             hint="the per-tenant counters are exported through observable counters, whose "
             "attribute sets the SDK keeps for the life of the process",
         )
-        self.fallback = True
         for spec in TENANT_COUNTERS:
             meter.create_observable_counter(
                 spec.name,

@@ -199,6 +199,7 @@ async def test_tool_arguments_and_results_only_with_capture(telemetry: InMemoryT
     captured = span_attrs(by_run["captured"])
     assert captured["gen_ai.tool.call.arguments"] == '{"query": "account 4242 balance"}'
     assert captured["gen_ai.tool.call.result"] == SECRET_RESULT
+    assert semconv.NODE_ERROR_MESSAGE not in captured  # it succeeded: no error message
 
 
 async def test_failed_tool_result_sets_error_status(telemetry: InMemoryTelemetry) -> None:

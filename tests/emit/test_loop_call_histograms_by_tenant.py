@@ -1,6 +1,6 @@
 """The call-count histograms of runs (``gen_ai.invoke_agent.inference_calls``) with
 ``tenant_histograms=True``: each tenant's runs land on its own series, whichever tenant ran
-first; without the option no series names a tenant."""
+first, labelled with the run's outcome; without the option no series names a tenant."""
 
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ def _run(handler: OTelCallbackHandler, tenant: str, run_id: str, model_calls: in
 
 
 def _by_tenant(telemetry: InMemoryTelemetry) -> dict[object, tuple[int, float]]:
+    points = telemetry.points(CALLS)
+    assert {attributes.get(semconv.RUN_OUTCOME) for attributes, _ in points} == {"completed"}
     return {
         attributes.get(semconv.TENANT_ID): (point.count, point.sum)  # type: ignore[union-attr]
-        for attributes, point in telemetry.points(CALLS)
+        for attributes, point in points
     }
 
 

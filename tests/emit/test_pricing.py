@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from symfonic_otel import ModelPrice, semconv
+from symfonic_otel.emit.pricing import DEFAULT_PRICES, PriceTable
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent, LLMEndEvent
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
@@ -152,3 +153,34 @@ def test_a_free_model_is_priced_at_zero_not_rejected() -> None:
     assert free.cost(1_000_000, 1_000_000) == 0.0
     with pytest.raises(ValueError, match="input_per_million"):
         ModelPrice(-0.01, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("pricing", "error", "message"),
+    [
+        ([("gpt-4o", ModelPrice(1.0, 2.0))], TypeError, "^pricing must be a mapping of model name"),
+        ({"": ModelPrice(1.0, 2.0)}, ValueError, "^pricing keys must be non-empty model names"),
+        ({"m": 1.0}, TypeError, r"^pricing\['m'\] must be a ModelPrice"),
+    ],
+)
+def test_a_bad_price_table_is_refused_saying_what_it_must_be(
+    pricing: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        PriceTable(pricing)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("model", "prefix"),
+    [
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("acme-large-v2", "acme-large"),
+        ("acme-v2", "acme"),
+        ("openai/gpt-4.1-nano", "gpt-4.1-nano"),
+    ],
+)
+def test_the_longest_prefix_a_model_name_starts_with_prices_it(model: str, prefix: str) -> None:
+    prices = {"acme": ModelPrice(1.0, 1.0), "acme-large": ModelPrice(9.0, 9.0)}
+    table = PriceTable(prices)
+    assert table.lookup(model) == {**DEFAULT_PRICES, **prices}[prefix]

@@ -285,3 +285,17 @@ def test_housekeeping_runs_at_every_collection_while_its_object_lives_past_failu
         recorder.collect()
     assert (failing.runs, kept.runs) == (2, 2)
     assert recorder.failed == 2  # one per failed run, and the collection went on
+
+
+def test_a_counter_failing_at_the_drain_is_counted_and_the_others_still_applied() -> None:
+    class Failing:
+        def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None:
+            raise ValueError("bad")
+
+    counter = _Counter()
+    recorder = DeferredRecorder()
+    recorder.add(Failing(), 1, {"k": "a"})
+    recorder.add(counter, 2, {"k": "b"})
+    assert recorder.drain() == 2
+    assert counter.calls == [(2, {"k": "b"})]
+    assert recorder.failed == 1

@@ -15,6 +15,7 @@ import asyncio
 import warnings
 
 import pytest
+from structlog.testing import capture_logs
 
 from symfonic_otel import semconv
 from symfonic_otel.emit import budget
@@ -71,10 +72,20 @@ def test_on_an_sdk_without_limits_tenant_histograms_are_off_with_one_warning(
 ) -> None:
     telemetry = InMemoryTelemetry()
     try:
-        with pytest.warns(
-            RuntimeWarning, match=r"^tenant_histograms=True needs opentelemetry-sdk 1\.45"
+        with (
+            pytest.warns(RuntimeWarning, match=NEEDS_145) as warned,
+            capture_logs() as logs,
         ):
             handler = telemetry.handler(tenant_id="acme", tenant_histograms=True)
+        (warning,) = warned
+        assert str(warning.message).endswith(
+            "before it the SDK keeps every tenant's histogram series for the life of the process, "
+            "so memory grows with every tenant ever seen; the histograms carry no tenant "
+            "(tenant_histograms=False). The per-tenant counters are unaffected."
+        )
+        (log,) = [e for e in logs if e["event"] == "symfonic_otel.tenant_histograms_off"]
+        assert (log["log_level"], log["needs"]) == ("warning", "1.45")
+        assert log["sdk_version"] in str(warning.message)
         asyncio.run(_run(handler, "run-1"))
         assert _tenants_in_histograms(telemetry) == set()
         assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.TENANT_ID: "acme"}) == 1

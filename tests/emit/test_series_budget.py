@@ -23,6 +23,7 @@ from symfonic_otel.emit.budget import (
     CARDINALITY_LIMIT,
     PER_TENANT,
     cardinality_view,
+    per_tenant_sets,
     required_cardinality_limit,
     series_budget,
 )
@@ -312,3 +313,22 @@ def test_each_option_of_the_required_limit_changes_it() -> None:
     assert required_cardinality_limit(20, handlers=2) == 2 * base
     assert required_cardinality_limit(20, tenant_histograms=True) > base
     assert required_cardinality_limit(20, agent_names=3) > base
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        semconv.LLM_COST.name,
+        semconv.LLM_TOKENS.name,
+        semconv.SYNTHESIS_FALLBACKS.name,
+        semconv.FABRICATION_DETECTIONS.name,
+    ],
+)
+def test_a_tenant_counter_without_the_agent_label_holds_as_many_sets_whatever_the_agent_names(
+    name: str,
+) -> None:
+    """Cost, tokens, synthesis fallbacks and fabrication detections carry no agent name: more
+    agent names add no set there, while the runs counter gets its coarse sets per name."""
+    assert per_tenant_sets(name, agent_names=5) == per_tenant_sets(name)
+    runs = semconv.AGENT_RUNS.name
+    assert per_tenant_sets(runs, agent_names=5) == 5 * per_tenant_sets(runs)

@@ -95,3 +95,10 @@ def test_a_failing_processor_keeps_the_mark_from_no_processor_after_it() -> None
         assert live.traces() == {trace_id: 1}
     finally:
         del failing  # the last reference: gone from the registry for the tests after this one
+
+
+def test_a_context_without_a_trace_id_never_fails_the_mark_and_is_not_reported_dropped() -> None:
+    """No processor can have dropped a trace the mark cannot name: the answer stays True."""
+    live = Rig(ratio=0.0)
+    assert keep_trace(object()) is True  # type: ignore[arg-type]
+    assert live.retention.held_traces == 0
