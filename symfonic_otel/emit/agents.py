@@ -67,7 +67,7 @@ class AgentEmitters:
         if name is None or (isinstance(name, str) and not name.strip()):
             return self._default
         label = self._labels(name)
-        view = self._views.get(label)
+        view = self._views.get(label)  # pragma: no mutate: the locked lookup finds the same view
         if view is None:
             with self._lock:
                 view = self._views.get(label)

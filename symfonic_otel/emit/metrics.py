@@ -97,7 +97,7 @@ class MetricEmitter:
             self._count = _count_nothing
         else:
             hub = tenant_hub.register(self.counters, meter, meter_provider)
-            self.call_histograms = hub.call_histograms
+            self.call_histograms = hub.call_histograms  # pragma: no mutate: same points as SDK
         # Once this emitter (its handler) is gone, its totals are reported for one idle time.
         weakref.finalize(self, self.counters.orphan)
         self.tenant_histograms = histograms_per_tenant(tenant_histograms)
