@@ -14,6 +14,7 @@ from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv
 from symfonic_otel.invocation import Ending, RunBook, Turn
+from symfonic_otel.invocation.calls import HeldCall
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 
 RUNS = semconv.AGENT_RUNS.name
@@ -96,6 +97,25 @@ def test_a_forced_answer_is_the_synthesis_fallback_and_decides_the_answer(
     assert telemetry.value(BAILS, {semconv.REACT_TERMINATION_REASON: "tool_calls_with_no_text"})
 
 
+def test_a_held_call_is_the_synthesis_fallback_only_when_flushed_as_the_forced_answer(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    book = _book(telemetry)
+    run = book.start("r1", "helper")
+    assert run is not None
+    looping = Turn.of([], 1)
+    book.hold(run, HeldCall(looping, {"model": "m-1"}))
+    book.flush(run, synthesis=False)  # the next call started: an ordinary turn of the loop
+    assert run.fallbacks == 0 and run.last is looping
+    forced = Turn.of(["the best I have"], 0)
+    book.hold(run, HeldCall(forced, {"model": "m-1"}))
+    book.flush(run, synthesis=True)  # the run ended at its step cap: the forced final answer
+    assert run.fallbacks == 1 and run.recovered is True and run.last is looping
+    book.end("r1", "forced", answer="the best I have")
+    assert telemetry.value(semconv.SYNTHESIS_FALLBACKS.name) == 1
+    assert telemetry.value(semconv.SYNTHESIS_FALLBACKS.name, {semconv.SYNTHESIS_RECOVERED: True})
+
+
 def test_the_guard_never_raises_and_counts_each_failure(telemetry: InMemoryTelemetry) -> None:
     book = _book(telemetry)
 
@@ -138,3 +158,29 @@ def test_content_stays_out_unless_captured(telemetry: InMemoryTelemetry) -> None
     for span in telemetry.spans():
         seen = repr((span.attributes, [event.attributes for event in span.events]))
         assert "secret" not in seen
+
+
+def test_calls_of_one_tool_paired_by_name_end_in_the_order_they_started(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    book = _book(telemetry, capture_content=True)
+    run = book.start("r1", "helper")
+    assert run is not None
+    first = book.tools.named_id(run, "lookup")
+    book.start_tool(run, "lookup", first, {"key": "a"})
+    second = book.tools.named_id(run, "lookup")
+    book.start_tool(run, "lookup", second, {"key": "b"})
+    book.tools.end_named(run, "lookup", "result a", None)
+    assert list(run.tools) == [second]  # the first call's span closed, the second still open
+    book.tools.end_named(run, "lookup", "failed b", "ToolError")
+    assert not run.tools
+    book.end("r1", "answered", answer="done")
+    ended = [dict(span.attributes or {}) for span in telemetry.spans()]
+    tools = [a for a in ended if a.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS) is not None]
+    assert [a[semconv.GEN_AI_TOOL_CALL_ARGUMENTS] for a in tools] == [
+        '{"key": "a"}',
+        '{"key": "b"}',
+    ]
+    assert tools[0].get(semconv.GEN_AI_TOOL_CALL_RESULT) == "result a"
+    assert semconv.ERROR_TYPE not in tools[0]
+    assert tools[1][semconv.ERROR_TYPE] == "ToolError"
