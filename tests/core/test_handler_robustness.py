@@ -215,6 +215,26 @@ async def test_cap_evicts_oldest_as_abandoned(telemetry: InMemoryTelemetry) -> N
     assert telemetry.value("symfonic.agent.active_runs") == 0
 
 
+async def test_a_run_evicted_at_the_cap_is_remembered_as_ended(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """A redelivered start of a run evicted to make room is a duplicate: it opens no second
+    span, counts no second run and evicts no live run in its turn."""
+    handler = telemetry.handler(max_open_runs=2)
+    for run_id in ("a", "b", "c"):
+        handler.agent_start(AgentStartEvent(query="q", run_id=run_id))
+    handler.agent_start(AgentStartEvent(query="q", run_id="a"))
+    assert not handler.is_open("a")
+    assert handler.is_open("b") and handler.is_open("c")
+    duplicate = {"symfonic.telemetry.drop_reason": "duplicate"}
+    assert telemetry.value("symfonic.telemetry.dropped_events", duplicate) == 1
+    for run_id in ("b", "c"):
+        handler.agent_end(AgentEndEvent(run_id, "x", 1.0, 1))
+    assert [s.name for s in telemetry.spans()].count("invoke_agent symfonic") == 3
+    assert telemetry.value("symfonic.agent.runs") == 3
+    assert telemetry.value("symfonic.agent.active_runs") == 0
+
+
 async def test_ttl_closes_stale_runs(telemetry: InMemoryTelemetry) -> None:
     import time
 

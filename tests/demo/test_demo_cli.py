@@ -465,3 +465,28 @@ def test_the_otlp_endpoints_named_are_the_sdks_without_credentials(
     endpoints, configured = otlp_endpoints()
     assert endpoints == ["https://otel.example:4318/v1/traces", "https://metrics.example/in"]
     assert configured and "secret" not in repr(endpoints)
+
+
+def test_a_signals_own_otlp_protocol_outranks_the_general_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As in the SDK, ``OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL`` wins over the general variable,
+    so the endpoint the demo names is the one that signal's exporter really dials."""
+    from symfonic_otel.demo.flush import otlp_endpoints
+
+    for name in list(os.environ):
+        if name.startswith("OTEL_EXPORTER_OTLP"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+    assert otlp_endpoints() == (
+        ["http://localhost:4318/v1/traces", "http://localhost:4317"],
+        False,
+    )
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
+    assert otlp_endpoints() == (
+        ["http://collector:4318", "http://collector:4318/v1/metrics"],
+        True,
+    )

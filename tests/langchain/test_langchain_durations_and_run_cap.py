@@ -3,15 +3,19 @@ latency, and the per-agent child-run cap at exactly its value and one below what
 
 from __future__ import annotations
 
+import time
 import uuid
+from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
 from symfonic_otel import semconv
 from symfonic_otel.langchain import LangChainCallbackHandler, run_book
 from symfonic_otel.testing.scripted import ScriptedChatModel
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.agent_shapes_support import cfg, one_node_graph, research_then_answer
 from tests.support.langchain_support import add, react_agent, scripted_agent, tool_turn
 
 LATENCY_S = 0.2
@@ -46,6 +50,37 @@ async def test_the_time_to_first_chunk_of_a_stream_is_in_seconds(
         pass
     [first_chunk_s] = _sums(telemetry, semconv.CLIENT_TIME_TO_FIRST_CHUNK)
     assert LATENCY_S <= first_chunk_s < LATENCY_S + 5
+
+
+class _SlowChainStart(BaseCallbackHandler):
+    """A neighbouring callback that takes a few ms at each chain start: a sub-graph's first node
+    then starts measurably later than the sub-graph itself."""
+
+    def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
+        time.sleep(0.003)
+
+
+def test_a_sub_agent_run_records_its_duration_in_seconds(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> None:
+    model = ScriptedChatModel(["found it", "the answer"])
+    app = research_then_answer(one_node_graph("inner", model, "researcher"), model)
+    app.invoke(
+        {"messages": [("user", "q")]},
+        config=cfg(run_name="boss", callbacks=[lc, _SlowChainStart()]),
+    )
+    recorded = {
+        attributes[semconv.GEN_AI_AGENT_NAME]: point.sum
+        for attributes, point in telemetry.points(semconv.AGENT_DURATION.name)
+        if isinstance(point, HistogramDataPoint)
+    }
+    assert sorted(recorded) == ["boss", "researcher"]
+    for span in telemetry.spans():
+        agent = span.name.removeprefix("invoke_agent ")
+        if agent in recorded:
+            assert span.start_time is not None and span.end_time is not None
+            span_s = (span.end_time - span.start_time) / 1e9
+            assert span_s - 0.5 < recorded[agent] < span_s + 0.5, agent
 
 
 # A one-tool ReAct run holds at most five child runs open at once (its graph, node, model call
