@@ -1,0 +1,47 @@
+"""Two collections of the per-tenant stores merging at once (a flush and a scrape): one merge
+at a time, so the total of a store's part that went is carried into the sum once.
+
+The interleaving is forced (``tests/support/paused_section.py``): the first collection is paused
+as it carries the part that went, and the second runs then; with the merge lock it waits.
+"""
+
+from __future__ import annotations
+
+from symfonic_otel import semconv
+from symfonic_otel.emit.tenant_counters import Series, TenantCounters
+from symfonic_otel.emit.tenant_hub import TenantHub
+from symfonic_otel.emit.tenants import ActiveTenants
+from tests.support.manual_clock import Clock
+from tests.support.paused_section import PausedBefore
+
+RUNS = semconv.AGENT_RUNS.name
+ACME = {semconv.TENANT_ID: "acme"}
+
+
+def _runs(hub: TenantHub) -> list[float]:
+    return [s.total for spec, series in hub.families() if spec.name == RUNS for s in series]
+
+
+def _runs_of(served: list[tuple[object, list[Series]]]) -> list[float]:
+    return [
+        s.total for spec, series in served if getattr(spec, "name", None) == RUNS for s in series
+    ]
+
+
+def test_two_collections_merging_a_part_that_went_carry_its_total_once() -> None:
+    clock = Clock(now=0.0)
+    steady, leaving = (TenantCounters(ActiveTenants(idle_s=10, clock=clock), 10) for _ in range(2))
+    hub = TenantHub()
+    for store in (steady, leaving):
+        hub.add_store(store)
+    steady.add(RUNS, "acme", ACME, 1)
+    leaving.add(RUNS, "acme", ACME, 2)
+    assert _runs(hub) == [3]
+    leaving.drop("acme")  # the tenant went idle in one handler only
+    with PausedBefore(TenantHub._merge, "state.carry +=") as first:
+        first.start(lambda: list(hub.families()))
+        second = list(hub.families())
+        served = first.finish()
+    assert _runs_of(served) == [3]
+    assert _runs_of(second) == [3]  # type: ignore[arg-type]
+    assert _runs(hub) == [3]
