@@ -21,21 +21,21 @@ from typing import Any
 PAUSE_S = 0.1
 
 
-def _code_and_line(function: Callable[..., Any], text: str) -> tuple[CodeType, int]:
+def _code_and_line(function: Callable[..., Any], text: str, nth: int) -> tuple[CodeType, int]:
     function = inspect.unwrap(getattr(function, "__func__", function))
     code: CodeType = function.__code__
     lines, first = inspect.getsourcelines(function)
-    for offset, line in enumerate(lines):
-        if text in line:
-            return code, first + offset
-    raise AssertionError(f"{text!r} is not in {code.co_name}")
+    found = [first + offset for offset, line in enumerate(lines) if text in line]
+    if len(found) < nth:
+        raise AssertionError(f"{text!r} is not {nth} times in {code.co_name}")
+    return code, found[nth - 1]
 
 
 class PausedBefore:
-    """A thread paused before the line of ``function`` that holds ``text`` (once)."""
+    """A thread paused (once) before the ``nth`` line of ``function`` that holds ``text``."""
 
-    def __init__(self, function: Callable[..., Any], text: str) -> None:
-        self._code, self._line = _code_and_line(function, text)
+    def __init__(self, function: Callable[..., Any], text: str, nth: int = 1) -> None:
+        self._code, self._line = _code_and_line(function, text, nth)
         self.paused = threading.Event()
         self._resume = threading.Event()
         self._thread: threading.Thread | None = None
