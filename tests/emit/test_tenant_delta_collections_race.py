@@ -30,7 +30,7 @@ def _runs(data: MetricsData | None) -> float:
     if data is None:
         return 0.0
     return sum(
-        point.value
+        float(point.value)  # type: ignore[union-attr]
         for resource in data.resource_metrics
         for scope in resource.scope_metrics
         for metric in scope.metrics
