@@ -29,14 +29,15 @@ DELTA = AggregationTemporality.DELTA
 def _runs(data: MetricsData | None) -> float:
     if data is None:
         return 0.0
-    return sum(
-        float(point.value)  # type: ignore[union-attr]
+    values: list[float] = [
+        point.value  # type: ignore[union-attr]
         for resource in data.resource_metrics
         for scope in resource.scope_metrics
         for metric in scope.metrics
         if metric.name == semconv.AGENT_RUNS.name
         for point in metric.data.data_points
-    )
+    ]
+    return sum(values)
 
 
 def test_a_flush_during_the_periodic_collection_does_not_send_its_increments_again() -> None:
