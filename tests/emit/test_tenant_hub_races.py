@@ -1,13 +1,19 @@
-"""Two collections of the per-tenant stores merging at once (a flush and a scrape): one merge
-at a time, so the total of a store's part that went is carried into the sum once.
+"""The per-tenant hubs under contention. Two collections of the stores merging at once (a flush
+and a scrape): one merge at a time, so the total of a store's part that went is carried into the
+sum once. Two handlers on a new provider at once: one hub for it.
 
-The interleaving is forced (``tests/support/paused_section.py``): the first collection is paused
-as it carries the part that went, and the second runs then; with the merge lock it waits.
+Each interleaving is forced (``tests/support/paused_section.py``): the first call is paused in
+its critical section (as it carries the part that went; as it makes the hub), and the second
+runs then; with the lock it waits.
 """
 
 from __future__ import annotations
 
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
 from symfonic_otel import semconv
+from symfonic_otel.emit import tenant_hub
 from symfonic_otel.emit.tenant_counters import Series, TenantCounters
 from symfonic_otel.emit.tenant_hub import TenantHub
 from symfonic_otel.emit.tenants import ActiveTenants
@@ -45,3 +51,18 @@ def test_two_collections_merging_a_part_that_went_carry_its_total_once() -> None
     assert _runs_of(served) == [3]
     assert _runs_of(second) == [3]  # type: ignore[arg-type]
     assert _runs(hub) == [3]
+
+
+def test_two_handlers_asking_for_a_new_providers_hub_at_once_share_it() -> None:
+    """The hub of a provider is made once, under the hubs' lock: a store added to the hub the
+    second handler got is reported with the first's."""
+    provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    try:
+        with PausedBefore(tenant_hub.hub_for, "_hubs[provider] = TenantHub()") as first:
+            first.start(tenant_hub.hub_for, provider)
+            second = tenant_hub.hub_for(provider)
+            hub = first.finish()
+        assert hub is second
+        assert tenant_hub.hub_for(provider) is hub
+    finally:
+        provider.shutdown()
