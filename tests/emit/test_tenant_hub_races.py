@@ -1,6 +1,6 @@
 """The per-tenant hubs under contention. Two collections of the stores merging at once (a flush
 and a scrape): one merge at a time, so the total of a store's part that went is carried into the
-sum once. Two handlers on a new provider at once: one hub for it.
+sum once. Two handlers on a new provider at once: one hub for it, attached to its readers once.
 
 Each interleaving is forced (``tests/support/paused_section.py``): the first call is paused in
 its critical section (as it carries the part that went; as it makes the hub), and the second
@@ -64,5 +64,33 @@ def test_two_handlers_asking_for_a_new_providers_hub_at_once_share_it() -> None:
             hub = first.finish()
         assert hub is second
         assert tenant_hub.hub_for(provider) is hub
+    finally:
+        provider.shutdown()
+
+
+def test_a_hub_attached_twice_at_once_reports_each_series_once() -> None:
+    """A hub is attached to its provider's readers once (the check and the flag under the hub's
+    lock): two attachments at once do not serve its series twice in one collection."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    hub, store = TenantHub(), TenantCounters(ActiveTenants(), 10)
+    hub.add_store(store)
+    meter = provider.get_meter(semconv.SCOPE_NAME)
+    try:
+        with PausedBefore(TenantHub.attach, "self.attached = True") as first:
+            first.start(hub.attach, provider, meter)
+            hub.attach(provider, meter)
+            first.finish()
+        store.add(RUNS, "acme", ACME, 2)
+        data = reader.get_metrics_data()
+        points = [
+            point.value  # type: ignore[union-attr]
+            for resource in (data.resource_metrics if data else ())
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+            if metric.name == RUNS
+            for point in metric.data.data_points
+        ]
+        assert points == [2]
     finally:
         provider.shutdown()
