@@ -129,6 +129,20 @@ def test_pydantic_ai_a_raising_model_reaches_the_caller_as_itself_and_the_run_is
     assert_error_run(telemetry, "acme", down)
 
 
+def test_pydantic_ai_a_raising_model_call_names_the_exception_on_its_own_span(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """The model call's span, not only the run's, carries the exception's class name."""
+
+    def failing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ModelDown("provider down")
+
+    with tenant_scope("acme"), pytest.raises(ModelDown):
+        _pydantic_agent(telemetry, failing).run_sync("q")
+    (chat,) = [s for s in telemetry.spans() if s.name.startswith("chat")]
+    assert (chat.attributes or {})["error.type"] == "ModelDown"
+
+
 def test_pydantic_ai_a_raising_tool_reaches_the_caller_as_itself_and_the_run_is_error(
     telemetry: InMemoryTelemetry,
 ) -> None:
