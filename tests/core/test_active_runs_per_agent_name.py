@@ -1,0 +1,33 @@
+"""A run its framework names is active under that agent name from its start to its end: the
+active-runs gauge rises and falls on the same series, so no series is left at +1 or -1."""
+
+from __future__ import annotations
+
+from symfonic_otel import semconv
+from symfonic_otel.events import AgentEndEvent, AgentStartEvent
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+
+ACTIVE = semconv.ACTIVE_RUNS.name
+
+
+def _active(telemetry: InMemoryTelemetry) -> dict[object, float]:
+    return {
+        attrs.get(semconv.GEN_AI_AGENT_NAME): value  # type: ignore[misc]
+        for attrs, value in telemetry.points(ACTIVE)
+    }
+
+
+def test_a_named_run_is_active_under_its_name_from_start_to_end(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    handler = telemetry.handler(agent_name="symfonic")
+    handler.agent_start(
+        AgentStartEvent("q", "r1"), attributes={semconv.GEN_AI_AGENT_NAME: "researcher"}
+    )
+    during = _active(telemetry)
+    assert during.get("researcher") == 1
+    assert during.get("symfonic", 0) == 0
+    handler.agent_end(AgentEndEvent("r1", "answer", 1.0, 1))
+    after = _active(telemetry)
+    assert after.get("researcher") == 0
+    assert after.get("symfonic", 0) == 0
