@@ -31,3 +31,25 @@ def test_a_named_run_is_active_under_its_name_from_start_to_end(
     after = _active(telemetry)
     assert after.get("researcher") == 0
     assert after.get("symfonic", 0) == 0
+
+
+def test_a_named_run_abandoned_at_the_cap_leaves_its_name_s_series(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    handler = telemetry.handler(agent_name="symfonic", max_open_runs=1)
+    handler.agent_start(
+        AgentStartEvent("q", "r1"), attributes={semconv.GEN_AI_AGENT_NAME: "researcher"}
+    )
+    handler.agent_start(AgentStartEvent("q", "r2"))  # past the cap: the named run is abandoned
+    active = _active(telemetry)
+    assert active.get("researcher") == 0
+    assert active.get("symfonic") == 1
+    abandoned = {semconv.RUN_OUTCOME: "abandoned"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, abandoned) == 1
+    assert (
+        telemetry.value(
+            semconv.AGENT_RUNS.name, {**abandoned, semconv.GEN_AI_AGENT_NAME: "researcher"}
+        )
+        == 1
+    )
+    handler.agent_end(AgentEndEvent("r2", "answer", 1.0, 1))
