@@ -53,3 +53,20 @@ def test_a_named_run_abandoned_at_the_cap_leaves_its_name_s_series(
         == 1
     )
     handler.agent_end(AgentEndEvent("r2", "answer", 1.0, 1))
+
+
+def test_a_named_run_s_tenant_gets_zero_series_under_that_name(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    handler = telemetry.handler(agent_name="symfonic")
+    handler.agent_start(
+        AgentStartEvent("q", "r1"),
+        tenant_id="acme",
+        attributes={semconv.GEN_AI_AGENT_NAME: "researcher"},
+    )
+    seeded = {
+        (attrs.get(semconv.GEN_AI_AGENT_NAME), attrs.get(semconv.TENANT_ID), value)
+        for attrs, value in telemetry.points(semconv.SILENT_BAILS.name, include_zeros=True)
+    }
+    assert ("researcher", "acme", 0) in seeded  # a rate over it reads 0 before the first bail
+    handler.agent_end(AgentEndEvent("r1", "answer", 1.0, 1))
