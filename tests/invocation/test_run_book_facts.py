@@ -230,3 +230,13 @@ def test_a_final_output_is_an_answer_unless_missing_or_blank_text(
     output: object, is_answer: bool
 ) -> None:
     assert answered(output) is is_answer
+
+
+def test_a_run_abandoned_before_its_span_opened_records_nothing(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    book = _book(telemetry)
+    book.start("r1", "helper", open_now=False)
+    book.end("r1", "abandoned")
+    assert telemetry.spans() == [] and telemetry.value(semconv.AGENT_RUNS.name) == 0
+    assert book.open_runs == 0
