@@ -71,3 +71,16 @@ async def test_the_resolver_sees_what_the_previous_iteration_forced_then_the_rel
     await agent.run("q")
     seen = [(s["iteration_index"], s["forced_tool_choice"]) for s in resolver.states]
     assert seen == [(0, None), (1, "add"), (2, None)]
+
+
+async def test_the_call_cap_note_counts_loop_calls_not_the_synthesis_after_them() -> None:
+    looping = [
+        turn("", call("add", {"a": n, "b": 1}, f"c{n}"), finish="tool_calls") for n in range(2)
+    ]
+    model = ScriptedChatModel([*looping, turn("recovered summary")])
+    config = FrameworkConfig(
+        recursion_limit=2, synthesize_on_empty_final=True, stop_reason_notes=True
+    )
+    response = await ReactAgent(model, TOOLS, config=config).run("q")
+    assert response.synthesized and response.run_stop_reason == "recursion_limit"
+    assert response.stop_note == "[no final answer within the limit of 2 model calls]"
