@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
 from symfonic_otel import semconv
 from symfonic_otel.events import AgentEndEvent, AgentStartEvent
@@ -46,5 +47,6 @@ def test_a_run_longer_than_a_day_is_kept_within_a_ttl_given_in_seconds(
     day_and_a_half_ms = 1.5 * 86_400_000.0
     handler.agent_end(AgentEndEvent("r1", "a", day_and_a_half_ms, 1))
     [(_, point)] = telemetry.points(semconv.AGENT_DURATION.name)
+    assert isinstance(point, HistogramDataPoint)
     assert float(point.sum) == pytest.approx(1.5 * 86_400.0)
     assert telemetry.value(semconv.DROPPED_EVENTS.name, MALFORMED) == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from opentelemetry.sdk.metrics.export import HistogramDataPoint
 from opentelemetry.sdk.trace import ReadableSpan
 
 from symfonic_otel import semconv
@@ -29,6 +30,7 @@ def _book(telemetry: InMemoryTelemetry, *, capture: bool = False) -> RunBook:
 
 def _run_seconds(telemetry: InMemoryTelemetry) -> float:
     [(_, point)] = telemetry.points(semconv.AGENT_DURATION.name)
+    assert isinstance(point, HistogramDataPoint)
     return float(point.sum)
 
 

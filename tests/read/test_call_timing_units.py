@@ -11,6 +11,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from opentelemetry.sdk.metrics.export import HistogramDataPoint
 
 from symfonic_otel import semconv
 from symfonic_otel.events import LLMEndEvent
@@ -23,6 +24,7 @@ MALFORMED = {semconv.TELEMETRY_DROP_REASON: "malformed"}
 
 def _latency_s(telemetry: InMemoryTelemetry) -> float:
     [(_, point)] = telemetry.points(semconv.CLIENT_OPERATION_DURATION.name)
+    assert isinstance(point, HistogramDataPoint)
     return float(point.sum)
 
 

@@ -44,7 +44,7 @@ def _tool_span_after(telemetry: InMemoryTelemetry, result: _Result) -> dict[str,
     handler.tool_result(result)
     handler.agent_end(AgentEndEvent("r1", "a", 1.0, 1))
     span = telemetry.span("execute_tool lookup")
-    attributes = dict(span.attributes or {})
+    attributes: dict[str, object] = dict(span.attributes or {})
     attributes["_status"] = span.status.status_code
     return attributes
 
