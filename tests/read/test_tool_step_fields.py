@@ -68,3 +68,16 @@ def test_an_error_type_alone_fails_the_tool(telemetry: InMemoryTelemetry) -> Non
 def test_a_failed_status_is_read_in_any_case(telemetry: InMemoryTelemetry, status: str) -> None:
     attributes = _tool_span_after(telemetry, _Result("call-1", "evt-2", status=status))
     assert attributes[semconv.ERROR_TYPE] == semconv.OTHER_VALUE
+
+
+@dataclass
+class _ResultWithErrorText(_Result):
+    error: str = ""
+
+
+@pytest.mark.parametrize(("error", "failed"), [("boom", True), ("  ", False)])
+def test_error_text_on_a_result_fails_the_tool_unless_blank(
+    telemetry: InMemoryTelemetry, error: str, failed: bool
+) -> None:
+    attributes = _tool_span_after(telemetry, _ResultWithErrorText("call-1", "evt-2", error=error))
+    assert (semconv.ERROR_TYPE in attributes) is failed
