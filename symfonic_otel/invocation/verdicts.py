@@ -6,8 +6,9 @@ stop reason, error type, silent bail and answer flag, the same way for every ada
 
 ``answered``  ended on an answer (blank: a bail by the last turn's shape), with the
               framework's stop reason;
-``capped``    the step cap ended it normally: a bail, unless a forced final answer recovered
-              text (``answer``); ``forced``: the same, recovered as the synthesis call said;
+``capped``    the step cap ended it normally: a bail, even when a forced final answer then
+              recovered text (the answer flag says whether it did, as the contract counts the
+              bail before its fallback); ``forced``: the same, recovered as the synthesis call said;
 ``capped_raised``  the step cap raised ``error_type``: a bail and an error;
 ``gave_up``   the framework gave up on the model's responses (spent retries): an error and a
               bail by the last turn's shape;
