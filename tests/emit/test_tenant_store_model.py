@@ -10,6 +10,7 @@ opposite of the other instrument kinds), so a store following another kind's tem
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +63,11 @@ class Model:
     start: dict[Key, int] = field(default_factory=dict)
     floor: dict[Key, int] = field(default_factory=dict)
     delta_window_floor: int = 0  # taken before the previous delta collection
+    # (store, series) -> a clock reading taken just after that store's part of it began.
+    part_ns: dict[tuple[int, Key], int] = field(default_factory=dict)
 
     def record(self, store: int, tenant: str, key: Key, value: float, now: float) -> None:
+        self.part_ns.setdefault((store, key), time.time_ns())
         self.totals[key] = self.totals.get(key, 0.0) + value
         self.parts.setdefault((store, key), [0.0, False])[0] += value
         self.last_seen[(store, tenant)] = now
@@ -82,6 +86,7 @@ class Model:
             if (store, dict(key[1])[semconv.TENANT_ID]) not in gone:
                 continue
             del self.parts[(store, key)]
+            del self.part_ns[(store, key)]
             if not read:
                 self.totals[key] -= total
         for part in self.parts.values():
@@ -118,6 +123,10 @@ def _check_cumulative(model: Model, points: dict[Key, NumberDataPoint]) -> None:
         known = model.start.setdefault(key, point.start_time_unix_nano)
         assert point.start_time_unix_nano == known, f"{key}: start moved within one life"
         assert point.start_time_unix_nano > model.floor.get(key, -1), f"{key}: start not new"
+        # Counting since its oldest live part began: a later part's start would date counts
+        # the series already holds after they happened.
+        began = min(ns for (_, held), ns in model.part_ns.items() if held == key)
+        assert point.start_time_unix_nano <= began, f"{key}: start after its counts"
 
 
 def _check_delta(model: Model, points: dict[Key, NumberDataPoint], before: int) -> None:
@@ -149,6 +158,15 @@ RETURNS = [
     ]
     for value in (1, 3, 5)
 ]
+# The same, then two more delta collections, one after a new count and one after none: each
+# sends only what is new since the previous one, in the series' new life.
+RETURNS_THEN_DELTAS = [
+    *RETURNS[1],
+    ("collect", "delta"),
+    ("record", 0, "acme", NAMES[0], "a", 2),
+    ("collect", "delta"),
+    ("collect", "delta"),
+]
 # The tenant goes idle in one handler while it keeps counting in the other: the sum keeps what
 # the idle one had counted, under the same start time.
 IDLE_IN_ONE = [
@@ -170,12 +188,12 @@ IDLE_IN_ONE = [
 @example(RETURNS[1], 1)
 @example(RETURNS[2], 1)
 @example(RETURNS[0], 2)
+@example(RETURNS_THEN_DELTAS, 1)
+@example(RETURNS_THEN_DELTAS, 2)
 @example(IDLE_IN_ONE, 2)
 def test_every_point_of_both_readers_matches_the_model(
     ops: list[tuple[Any, ...]], handlers: int
 ) -> None:
-    import time
-
     clock = [0.0]
     delta = InMemoryMetricReader(
         preferred_temporality={Counter: DELTA, Histogram: CUMULATIVE, UpDownCounter: CUMULATIVE}
