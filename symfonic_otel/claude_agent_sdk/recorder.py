@@ -211,6 +211,9 @@ class RecordedSession:
         run = self._book.get(self._run_id) if self._run_id is not None else None
         if run is None:
             return
+        # The response asking for the tool is whole once the SDK runs it: recorded now, it ends
+        # before the tool starts (not at the next response, after the tool's time).
+        self._flush()
         name = data.get("tool_name")
         call_id = data.get("tool_use_id")
         self._book.start_tool(

@@ -230,3 +230,35 @@ def test_a_caller_that_stops_reading_cancels_the_run(telemetry: InMemoryTelemetr
     )
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
     assert recorder.open_runs == 0
+
+
+def test_an_error_result_then_an_exception_is_an_error_of_the_exceptions_type(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """The exception that ended the run wins over the reason its error result gave."""
+    error = _result("error_during_execution", is_error=True, terminal_reason="prompt_too_long")
+    with pytest.raises(ConnectionError) as raised:
+        _record(telemetry, [error], raises=ConnectionError("cut"))
+    assert_error_run(telemetry, "acme", raised.value, RUN)
+
+
+def test_the_model_call_after_a_tool_starts_when_the_tool_ended(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    _record(
+        telemetry,
+        [
+            _said("m1", _tool_use("t1"), stop_reason="tool_use"),
+            "tool",
+            _said("m2", TextBlock(text="It is sunny."), stop_reason="end_turn"),
+            _result(result="It is sunny.", stop_reason="end_turn"),
+        ],
+    )
+    tool = telemetry.span("execute_tool lookup")
+    first, second = sorted(
+        (s for s in telemetry.spans() if s.name == f"chat {MODEL}"), key=lambda s: s.start_time or 0
+    )
+    assert first.end_time is not None and tool.start_time is not None
+    assert tool.end_time is not None and second.start_time is not None
+    assert first.end_time <= tool.start_time
+    assert second.start_time >= tool.end_time  # the tool's time is not the model's
