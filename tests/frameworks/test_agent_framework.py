@@ -178,6 +178,24 @@ def test_a_raising_tool_is_a_failed_tool_and_the_run_completes(
     assert telemetry.value(semconv.SILENT_BAILS.name) == 0
 
 
+def test_a_cancelled_tool_ends_its_span_at_the_tool_naming_the_cancellation(
+    telemetry: InMemoryTelemetry, entry: Any
+) -> None:
+    """Cancellation is no ``Exception``: the tool's span still ends at the tool, naming it,
+    not later with the run as an unfinished step."""
+
+    @tool(name="lookup")
+    def cancelled(q: str) -> str:
+        """Look something up."""
+        raise asyncio.CancelledError
+
+    with tenant_scope("acme"), pytest.raises(asyncio.CancelledError):
+        entry(agent(_adapter(telemetry), ScriptedClient(tool_turns=1), [cancelled]))
+    attributes = telemetry.span("execute_tool lookup").attributes or {}
+    assert attributes[semconv.ERROR_TYPE] == "CancelledError"
+    assert semconv.STEP_UNFINISHED not in attributes
+
+
 # --- tenants ------------------------------------------------------------------------------------
 
 
