@@ -27,7 +27,7 @@ def _late_chain(lc: LangChainCallbackHandler, parent: UUID) -> None:
 def test_past_the_bound_the_oldest_dropped_run_is_forgotten_not_the_newest(
     telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(run_book, "MAX_FORGOTTEN", 1)
+    monkeypatch.setattr(run_book, "MAX_FORGOTTEN", 2)  # each dropped run: its root and tool
     lc = LangChainCallbackHandler(
         tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
     )
