@@ -176,14 +176,16 @@ def test_a_capped_result_without_an_exception_is_a_completed_bail(
     checks.assert_capped_silent_bail(telemetry, "acme", "completed")
 
 
+@pytest.mark.parametrize("aborted", ["aborted_streaming", "aborted_tools"])
 def test_an_interrupted_turn_is_cancelled_even_though_its_result_is_an_error(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, aborted: str
 ) -> None:
+    """Interrupted while the model streamed, or while its tools ran."""
     _record(
         telemetry,
         [
             _said("m1", TextBlock(text="Let me")),
-            _result("error_during_execution", is_error=True, terminal_reason="aborted_streaming"),
+            _result("error_during_execution", is_error=True, terminal_reason=aborted),
         ],
     )
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
