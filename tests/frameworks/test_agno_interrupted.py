@@ -16,6 +16,7 @@ import pytest
 
 pytest.importorskip("agno", reason="needs the agno extra")
 
+from agno.exceptions import RunCancelledException
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 
@@ -103,3 +104,20 @@ def test_an_interrupted_tool_ends_its_span_at_the_tool_naming_the_interruption(
     attributes = telemetry.span("execute_tool lookup").attributes or {}
     assert attributes[semconv.ERROR_TYPE] == exc.__name__
     assert semconv.STEP_UNFINISHED not in attributes
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_run_agno_cancelled_in_its_model_call_is_cancelled_not_an_error(
+    telemetry: InMemoryTelemetry, mode: str
+) -> None:
+    _call(agent(SymfonicAgno(handler=telemetry.handler()), _interrupted_model(_Cancelled)), mode)
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "cancelled"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert semconv.ERROR_TYPE not in (telemetry.span("invoke_agent helper").attributes or {})
+
+
+class _Cancelled(RunCancelledException):
+    """Agno's own cancellation (``Agent.cancel_run``), raised where the model is called."""
+
+    def __init__(self) -> None:
+        super().__init__("cancelled")
