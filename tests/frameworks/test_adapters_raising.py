@@ -20,7 +20,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from symfonic_otel import tenant_scope
+from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.pydantic_ai import SymfonicCapability
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support.llama_index_support import ANSWER, KINDS, Script, agent, instrumented, run
@@ -87,6 +87,9 @@ def test_llama_index_a_raising_model_is_an_error_run_and_reaches_the_caller(
         _, error = run(workflow)
     assert type(error) is RuntimeError and str(error) == "provider down"
     assert_error_run(telemetry, "acme", error)
+    chats = [s for s in telemetry.spans() if s.name.startswith("chat")]
+    assert chats  # the call that raised names its exception on its own span
+    assert (chats[-1].attributes or {})[semconv.ERROR_TYPE] == "RuntimeError"
 
 
 def test_llama_index_a_raising_tool_is_handed_to_the_model_and_the_run_completes(

@@ -9,7 +9,10 @@ blocks into model responses and the tool spans are checked in the fast lane.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from collections.abc import AsyncIterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,6 +28,7 @@ from opentelemetry.trace import StatusCode
 
 from symfonic_otel import semconv, tenant_scope
 from symfonic_otel.claude_agent_sdk import RecordedSession, SymfonicRecorder
+from symfonic_otel.claude_agent_sdk import recorder as recorder_module
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
 from tests.support.raising_support import assert_error_run
@@ -172,14 +176,16 @@ def test_a_capped_result_without_an_exception_is_a_completed_bail(
     checks.assert_capped_silent_bail(telemetry, "acme", "completed")
 
 
+@pytest.mark.parametrize("aborted", ["aborted_streaming", "aborted_tools"])
 def test_an_interrupted_turn_is_cancelled_even_though_its_result_is_an_error(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, aborted: str
 ) -> None:
+    """Interrupted while the model streamed, or while its tools ran."""
     _record(
         telemetry,
         [
             _said("m1", TextBlock(text="Let me")),
-            _result("error_during_execution", is_error=True, terminal_reason="aborted_streaming"),
+            _result("error_during_execution", is_error=True, terminal_reason=aborted),
         ],
     )
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
@@ -262,3 +268,34 @@ def test_the_model_call_after_a_tool_starts_when_the_tool_ended(
     assert tool.end_time is not None and second.start_time is not None
     assert first.end_time <= tool.start_time
     assert second.start_time >= tool.end_time  # the tool's time is not the model's
+
+
+def test_a_model_call_right_after_another_starts_when_the_first_ended(
+    telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two responses with no tool between: the second starts when the first was recorded,
+    not at the run's start (a clock that steps on every read makes the order exact)."""
+    ticks = itertools.count(time.time_ns() - 10**9, 1_000_000)
+    monkeypatch.setattr(recorder_module, "time", SimpleNamespace(time_ns=lambda: next(ticks)))
+    _record(
+        telemetry,
+        [
+            _said("m1", TextBlock(text="Let me think."), stop_reason="end_turn"),
+            _said("m2", TextBlock(text="It is sunny."), stop_reason="end_turn"),
+            _result(result="It is sunny.", stop_reason="end_turn"),
+        ],
+    )
+    first, second = sorted(
+        (s for s in telemetry.spans() if s.name == f"chat {MODEL}"), key=lambda s: s.end_time or 0
+    )
+    assert first.end_time is not None and second.start_time is not None
+    assert second.start_time >= first.end_time
+
+
+def test_a_cancelled_stream_ends_the_run_cancelled_not_an_error(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    with pytest.raises(asyncio.CancelledError):
+        _record(telemetry, [_said("m1", TextBlock(text="Let"))], raises=asyncio.CancelledError())
+    assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
+    assert semconv.ERROR_TYPE not in (telemetry.span(RUN).attributes or {})

@@ -147,3 +147,20 @@ def test_a_conversation_id_is_forgotten_when_its_trace_ends(
     processor.on_span_end(sdk_span("task", "task", "trace-t", None))
     run = _named(telemetry, "invoke_agent helper")
     assert semconv.GEN_AI_CONVERSATION_ID not in (run.attributes or {})
+
+
+def test_a_run_whose_last_model_call_failed_is_an_error_though_no_span_above_says_so(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """The SDK reported the failure on the generation only: the run did not answer."""
+    processor = SymfonicTracingProcessor(handler=telemetry.handler())
+    processor.on_span_start(sdk_span("task", "task", "trace-t", None))
+    processor.on_span_start(sdk_span("agent", "agent", "trace-t", "task", name="helper"))
+    failed = sdk_span("generation", "gen", "trace-t", "agent", model="m", output=[])
+    failed.error = {"message": "rate limited", "data": None}
+    _step(processor, failed)
+    processor.on_span_end(sdk_span("agent", "agent", "trace-t", "task"))
+    processor.on_span_end(sdk_span("task", "task", "trace-t", None))
+    assert telemetry.value(semconv.AGENT_RUNS.name, {semconv.RUN_OUTCOME: "error"}) == 1
+    run = _named(telemetry, "invoke_agent")
+    assert (run.attributes or {})[semconv.ERROR_TYPE] == semconv.OTHER_VALUE

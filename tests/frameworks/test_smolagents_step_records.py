@@ -8,9 +8,11 @@ from the wrong place shows.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from types import SimpleNamespace
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from smolagents.memory import ActionStep, FinalAnswerStep, ToolCall
 from smolagents.models import (
@@ -148,3 +150,38 @@ def test_a_step_that_succeeded_takes_its_tool_calls_from_the_step_not_the_model_
     ]
     _play(telemetry, _step(1, 0.0, 1.0, usage=TokenUsage(1, 1), requested=requested))
     assert _spans(telemetry, "execute_tool") == []
+
+
+def _raised_in_model(telemetry: InMemoryTelemetry, error: BaseException) -> SymfonicSmolagents:
+    """A step whose model call raised ``error``, handed over as smolagents does: while the
+    exception is on its way out (neither a model output nor an error in the record)."""
+    adapter = SymfonicSmolagents(telemetry.handler())
+    step = ActionStep(step_number=1, timing=Timing(start_time=_T0 + 0.5, end_time=_T0 + 2.0))
+    try:
+        raise error
+    except BaseException:
+        adapter.step_callbacks()[ActionStep](step, agent=_Agent())
+    return adapter
+
+
+def test_a_model_call_that_raised_is_timed_by_its_step_and_names_the_error(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    adapter = _raised_in_model(telemetry, ConnectionError("model down"))
+    (chat,) = _spans(telemetry, "chat")
+    assert _times(chat) == (_at(0.5), _at(2.0))
+    assert (chat.attributes or {})[semconv.ERROR_TYPE] == "ConnectionError"
+    where = {semconv.RUN_OUTCOME: "error"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert adapter.open_runs == 0
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, asyncio.CancelledError, GeneratorExit])
+def test_a_run_left_in_its_model_call_ends_cancelled_whatever_left_it(
+    telemetry: InMemoryTelemetry, error: type[BaseException]
+) -> None:
+    """Ctrl-C, a cancelled task, or a stream its caller stopped reading: no error."""
+    adapter = _raised_in_model(telemetry, error())
+    where = {semconv.RUN_OUTCOME: "cancelled"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    assert adapter.open_runs == 0

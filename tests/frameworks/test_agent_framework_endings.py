@@ -1,0 +1,87 @@
+"""How an Agent Framework run and its model calls end when something goes wrong.
+
+An error or a cancellation decides a run's outcome over a forced answer the cap already gave;
+a cancellation is no error; a raising model call names its error on its own span.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agent_framework", reason="needs the agent-framework extra")
+
+from agent_framework import Message, tool
+
+from symfonic_otel import semconv, tenant_scope
+from symfonic_otel.agent_framework import SymfonicAgentFramework
+from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support import adapter_checks as checks
+from tests.support.agent_framework_support import QUESTION, ScriptedClient, agent
+
+
+def _adapter(telemetry: InMemoryTelemetry) -> SymfonicAgentFramework:
+    return SymfonicAgentFramework(handler=telemetry.handler())
+
+
+class _ForcedCallFails(ScriptedClient):
+    """The loop's forced final call (tools off) raises; every other call is scripted."""
+
+    def _reply(self, messages: Sequence[Message], options: Mapping[str, Any]) -> Message:
+        if options.get("tool_choice") == "none":
+            raise ConnectionError("model down")
+        return super()._reply(messages, options)
+
+
+def _model_spans(telemetry: InMemoryTelemetry) -> list[Any]:
+    return [
+        s
+        for s in telemetry.spans()
+        if (s.attributes or {}).get(semconv.GEN_AI_OPERATION_NAME) == "chat"
+    ]
+
+
+def test_a_raising_model_call_names_its_error_on_its_own_span(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    with tenant_scope("acme"), pytest.raises(ConnectionError):
+        asyncio.run(agent(_adapter(telemetry), ScriptedClient(fail=True)).run(QUESTION))
+    (call,) = _model_spans(telemetry)
+    assert (call.attributes or {})[semconv.ERROR_TYPE] == "ConnectionError"
+
+
+def test_a_run_whose_forced_call_raises_is_an_error_not_a_capped_answer(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    """The forced call was seen (and remembered as the answer to come) before it raised: the
+    exception that ended the run decides its outcome."""
+    with tenant_scope("acme"), pytest.raises(ConnectionError):
+        asyncio.run(
+            agent(
+                _adapter(telemetry),
+                _ForcedCallFails(function_invocation_configuration={"max_iterations": 2}),
+            ).run(QUESTION)
+        )
+    where = {semconv.TENANT_ID: "acme", semconv.RUN_OUTCOME: "error"}
+    assert telemetry.value(semconv.AGENT_RUNS.name, where) == 1
+    run = telemetry.span("invoke_agent helper").attributes or {}
+    assert run[semconv.ERROR_TYPE] == "ConnectionError"
+
+
+def test_a_run_cancelled_in_a_tool_is_cancelled_not_an_error(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    @tool(name="lookup")
+    def cancelled(q: str) -> str:
+        """Look something up."""
+        raise asyncio.CancelledError
+
+    with tenant_scope("acme"), pytest.raises(asyncio.CancelledError):
+        asyncio.run(
+            agent(_adapter(telemetry), ScriptedClient(tool_turns=1), [cancelled]).run(QUESTION)
+        )
+    checks.assert_cancelled_never_a_bail(telemetry)
+    assert semconv.ERROR_TYPE not in (telemetry.span("invoke_agent helper").attributes or {})
