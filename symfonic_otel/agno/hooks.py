@@ -25,6 +25,7 @@ The tenant is the ``tenant_scope`` around the run, else the run's ``metadata`` o
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final, Unpack
@@ -40,6 +41,10 @@ from symfonic_otel.invocation import FrameworkRun, RunBook, tenant_in
 from symfonic_otel.invocation.adapter import BookAdapter, BookOptions
 
 __all__ = ["SymfonicAgno"]
+
+# Agno's own cancellation, and the interruptions that stop a run from outside (Ctrl-C, a
+# cancelled task): each ends the run cancelled, as the design says, never an error.
+_CANCELLED: Final = (RunCancelledException, asyncio.CancelledError, KeyboardInterrupt)
 
 _NAME: Final = "SymfonicAgno"
 _GUARDED: Final = "_symfonic_otel_guarded"
@@ -127,7 +132,7 @@ class SymfonicAgno(BookAdapter):
         if run is None:
             return
         self._record(run, run_turns(kwargs.get("messages")), "")
-        if isinstance(exc, RunCancelledException):
+        if isinstance(exc, _CANCELLED):
             self._book.end(run.run_id, "cancelled")
         else:
             self._book.end(run.run_id, "error", error_type=type(exc).__name__[:128])

@@ -69,10 +69,6 @@ def test_an_interrupted_model_call_ends_its_run_at_once(
     assert run[semconv.TENANT_ID] == "acme"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Agno adapter ends a run interrupted in its model as an error, not cancelled",
-)
 @pytest.mark.parametrize("exc", INTERRUPTIONS)
 def test_a_run_interrupted_in_its_model_is_cancelled_not_an_error(
     telemetry: InMemoryTelemetry, exc: type[BaseException]
