@@ -4,6 +4,7 @@ it, and counts every agent name."""
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
@@ -47,7 +48,7 @@ def test_the_smallest_good_values_are_accepted(telemetry: InMemoryTelemetry) -> 
     assert handler.open_runs == 0
 
 
-def _budget_lines(max_tenants: int, agent_names: int = 1) -> list[dict[str, Any]]:
+def _budget_lines(max_tenants: int, agent_names: int = 1) -> list[MutableMapping[str, Any]]:
     with capture_logs() as lines:
         warn_if_over_limit(max_tenants, False, agent_names)
     return [line for line in lines if line["event"] == "symfonic_otel.series_budget_above_limit"]
