@@ -87,3 +87,24 @@ def test_the_log_line_names_the_variable_and_cuts_a_long_value(
     assert line["log_level"] == "warning"
     assert line["variable"] == VARIABLE and line["value"] == "x" * 80
     assert line["instead"] == "the default, 1" and line["expected"] == "a number 0 or more"
+
+
+def test_a_choice_names_the_fallback_its_caller_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(VARIABLE, "carrier-pigeon")
+    with pytest.warns(TelemetrySettingWarning) as caught:
+        chosen = read_choice(VARIABLE, ("grpc", "http"), "", instead="the general variable")
+    assert chosen == ""
+    assert str(caught[0].message) == (
+        f"{VARIABLE}='carrier-pigeon' is not one of 'grpc', 'http'; using the general variable"
+    )
+
+
+def test_a_substituted_bad_value_is_named_without_its_surrounding_blanks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(VARIABLE, "  abc  ")
+    never_valid = Setting(VARIABLE, lambda raw: False, "a number", instead="the default, 10")
+    with pytest.warns(TelemetrySettingWarning) as caught, substituted([never_valid]) as bad:
+        assert VARIABLE not in os.environ  # built as if unset
+    assert bad == {VARIABLE: "  abc  "} and os.environ[VARIABLE] == "  abc  "
+    assert str(caught[0].message) == f"{VARIABLE}='abc' is not a number; using the default, 10"
