@@ -3,7 +3,8 @@
 The caller's explicit ``trace_id`` / ``error_type`` win over the ones derived from the current
 span or the exception; a line outside any span carries no ids; a ``sys.exc_info()`` tuple is
 described like the exception itself; long sequences are cut; the record names the package's
-call site; a kind past ``FailureLog``'s cap keeps its original name in the shared bucket.
+call site; a kind past ``FailureLog``'s cap keeps its original name in the shared bucket; a value
+with a blank, an equals sign or a quote is quoted in the message.
 """
 
 from __future__ import annotations
@@ -112,3 +113,16 @@ def test_a_kind_past_the_cap_is_logged_once_under_other_with_its_name(
     assert lines[1].run_id == "r-2"
     assert all(r.levelno == logging.WARNING for r in lines)
     assert failures.counts() == {"first.kind": 1, "other": 2}
+
+
+def test_a_value_with_an_equals_sign_or_a_quote_is_quoted_in_the_message(
+    plain_logging: pytest.LogCaptureFixture,
+) -> None:
+    get_logger().info("quoted", plain="abc", eq="a=b", single="it's", double='say"x', space="a b")
+    message = _record(plain_logging, "quoted").getMessage()
+    assert message == ("quoted plain=abc eq='a=b' single=\"it's\" double='say\"x' space='a b'")
+
+
+def test_a_name_that_only_begins_like_the_package_is_nested_under_it() -> None:
+    assert get_logger("symfonic_otelish").name == "symfonic_otel.symfonic_otelish"
+    assert get_logger("symfonic_otel.emit").name == "symfonic_otel.emit"
