@@ -41,6 +41,9 @@ class ToolSpans:
     ) -> None:
         """Open a tool span, kept on ``run`` under ``key`` (default ``call_id``; the oldest
         past the bound is closed as unfinished). ``args`` None: not known at the start."""
+        held = call_id if key is None else key
+        if held in run.tools:
+            return  # the start delivered twice: the span it opened stays the call's
         attributes: dict[str, AttributeValue] = {}
         if self._handler.capture_content and capture_args:
             attributes.update(captured(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, args))
@@ -52,7 +55,7 @@ class ToolSpans:
             attributes=attributes,
             arguments=args,
         )
-        run.tools[call_id if key is None else key] = span
+        run.tools[held] = span
         while len(run.tools) > MAX_OPEN_TOOLS:
             _, old = run.tools.popitem(last=False)
             self._handler.end_tool(old, attributes=_UNFINISHED)
