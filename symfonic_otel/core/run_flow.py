@@ -63,17 +63,21 @@ class RunFlow:
         query = ex.text(event, "query") if core.spans.capture_content else ""
         extra = clean_attributes(attributes) if attributes else None
         span = core.spans.start_run(run_id, tenant, query, parent, start, extra)
-        run = OpenRun(
-            run_id=run_id,
-            span=span,
-            context=trace.set_span_in_context(span, EMPTY_CONTEXT),
-            tenant=tenant,
-            started_monotonic=time.monotonic(),
-            metrics=core.agent_metrics(
-                attributes.get(semconv.GEN_AI_AGENT_NAME) if attributes else None, tenant
-            ),
-            loops=RunLoops(core.loop_limits),
-        )
+        try:
+            run = OpenRun(
+                run_id=run_id,
+                span=span,
+                context=trace.set_span_in_context(span, EMPTY_CONTEXT),
+                tenant=tenant,
+                started_monotonic=time.monotonic(),
+                metrics=core.agent_metrics(
+                    attributes.get(semconv.GEN_AI_AGENT_NAME) if attributes else None, tenant
+                ),
+                loops=RunLoops(core.loop_limits),
+            )
+        except BaseException:
+            end_span(span)  # registered nowhere yet: no sweep or shutdown would ever end it
+            raise
         added, evicted = core.runs.add(run)
         if not added:  # lost a race with a concurrent start of the same id
             end_span(span)
