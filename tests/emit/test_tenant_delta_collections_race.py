@@ -8,6 +8,9 @@ after it computed its points and before it stores what it sent; the second runs 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from opentelemetry.sdk.metrics import Counter, MeterProvider
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
@@ -40,41 +43,38 @@ def _runs(data: MetricsData | None) -> float:
     return sum(values)
 
 
-def test_a_flush_during_the_periodic_collection_does_not_send_its_increments_again() -> None:
+@pytest.fixture
+def served() -> Iterator[tuple[InMemoryMetricReader, TenantCounters, TenantPoints]]:
+    """A delta reader, one tenant store holding two runs of ``acme``, and its points."""
     reader = InMemoryMetricReader(preferred_temporality={Counter: DELTA})
     provider = MeterProvider(metric_readers=[reader])
     hub = TenantHub()
     store = TenantCounters(ActiveTenants(), detail_cap=10)
     hub.add_store(store)
-    points = TenantPoints(hub, Resource.create({"service.name": "checkout"}))
     store.add(semconv.AGENT_RUNS.name, "acme", {semconv.TENANT_ID: "acme"}, 2)
-    try:
-        with PausedBefore(TenantPoints._deltas, "state.last[spec.name] = seen") as periodic:
-            periodic.start(points.produce, reader, DELTA, None)
-            flushed = points.produce(reader, DELTA, None)
-            exported = periodic.finish()
-        assert _runs(exported) + _runs(flushed) == 2
-        store.add(semconv.AGENT_RUNS.name, "acme", {semconv.TENANT_ID: "acme"}, 1)
-        assert _runs(points.produce(reader, DELTA, None)) == 1
-    finally:
-        provider.shutdown()
+    yield reader, store, TenantPoints(hub, Resource.create({"service.name": "checkout"}))
+    provider.shutdown()
 
 
-def test_the_first_two_collections_of_a_new_delta_reader_share_one_record_of_what_was_sent() -> (
-    None
-):
-    reader = InMemoryMetricReader(preferred_temporality={Counter: DELTA})
-    provider = MeterProvider(metric_readers=[reader])
-    hub = TenantHub()
-    store = TenantCounters(ActiveTenants(), detail_cap=10)
-    hub.add_store(store)
-    points = TenantPoints(hub, Resource.create({"service.name": "checkout"}))
-    store.add(semconv.AGENT_RUNS.name, "acme", {semconv.TENANT_ID: "acme"}, 2)
-    try:
-        with PausedBefore(TenantPoints.produce, "_DeltaState(now)") as periodic:
-            periodic.start(points.produce, reader, DELTA, None)
-            flushed = points.produce(reader, DELTA, None)
-            exported = periodic.finish()
-        assert _runs(exported) + _runs(flushed) == 2
-    finally:
-        provider.shutdown()
+def test_a_flush_during_the_periodic_collection_does_not_send_its_increments_again(
+    served: tuple[InMemoryMetricReader, TenantCounters, TenantPoints],
+) -> None:
+    reader, store, points = served
+    with PausedBefore(TenantPoints._deltas, "state.last[spec.name] = seen") as periodic:
+        periodic.start(points.produce, reader, DELTA, None)
+        flushed = points.produce(reader, DELTA, None)
+        exported = periodic.finish()
+    assert _runs(exported) + _runs(flushed) == 2
+    store.add(semconv.AGENT_RUNS.name, "acme", {semconv.TENANT_ID: "acme"}, 1)
+    assert _runs(points.produce(reader, DELTA, None)) == 1
+
+
+def test_the_first_two_collections_of_a_new_delta_reader_share_one_record_of_what_was_sent(
+    served: tuple[InMemoryMetricReader, TenantCounters, TenantPoints],
+) -> None:
+    reader, _, points = served
+    with PausedBefore(TenantPoints.produce, "_DeltaState(now)") as periodic:
+        periodic.start(points.produce, reader, DELTA, None)
+        flushed = points.produce(reader, DELTA, None)
+        exported = periodic.finish()
+    assert _runs(exported) + _runs(flushed) == 2
