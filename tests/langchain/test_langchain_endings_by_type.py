@@ -147,3 +147,30 @@ def test_a_tool_cut_short_by_a_cancel_or_an_interrupt_has_no_error_type(
     lc.on_chain_error(error, run_id=root)
     (span,) = [s for s in telemetry.spans() if s.name == "execute_tool slow"]
     assert semconv.ERROR_TYPE not in (span.attributes or {})
+
+
+def test_a_graph_node_that_raised_ends_its_node_span_with_the_exceptions_type(
+    telemetry: InMemoryTelemetry,
+) -> None:
+    lc = LangChainCallbackHandler(handler=telemetry.handler(), node_spans=True)
+    root, ok, failed = uuid4(), uuid4(), uuid4()
+    lc.on_chain_start({}, {"messages": []}, run_id=root)
+    for node, name in ((ok, "plan"), (failed, "act")):
+        lc.on_chain_start(
+            {},
+            {"messages": []},
+            run_id=node,
+            parent_run_id=root,
+            metadata={"langgraph_node": name},
+            tags=["graph:step:1"],
+            name=name,
+        )
+    lc.on_chain_end({"messages": []}, run_id=ok, parent_run_id=root)
+    lc.on_chain_error(KeyError("x"), run_id=failed, parent_run_id=root)
+    lc.on_chain_error(KeyError("x"), run_id=root)
+    nodes = {
+        s.name: (s.attributes or {}).get(semconv.ERROR_TYPE)
+        for s in telemetry.spans()
+        if s.name.startswith(semconv.OP_INVOKE_NODE)
+    }
+    assert nodes == {"invoke_node plan": None, "invoke_node act": "KeyError"}
