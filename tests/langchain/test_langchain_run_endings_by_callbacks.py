@@ -132,3 +132,41 @@ def test_a_sub_agent_starts_when_its_graph_started_under_its_parent_run(
     assert helper.parent.span_id == parent.context.span_id
     assert helper.context.trace_id == parent.context.trace_id
     assert _attributes(helper)[semconv.RUN_PARENT_ID] == _attributes(parent)[semconv.RUN_ID]
+
+
+def _breakpoint(run: UUID) -> Any:
+    from langgraph.callbacks import GraphInterruptEvent
+
+    return GraphInterruptEvent(
+        run_id=run, status="interrupt", checkpoint_id="c1", checkpoint_ns=(), interrupts=()
+    )
+
+
+def test_a_run_stopped_at_a_breakpoint_on_a_turn_still_calling_tools_is_paused(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> None:
+    # interrupt_before=["tools"]: the final state ends on a turn with text and a tool call.
+    root = uuid4()
+    lc.on_chain_start({}, {"messages": [("user", "hi")]}, run_id=root)
+    lc.on_interrupt(_breakpoint(root))
+    turn = AIMessage(
+        content="Let me add them.",
+        tool_calls=[{"name": "add", "args": {"a": 1}, "id": "c1", "type": "tool_call"}],
+    )
+    lc.on_chain_end({"messages": [turn]}, run_id=root)
+    run = _attributes(_run_span(telemetry))
+    assert run[semconv.RUN_STOP_REASON] == semconv.STOP_REASON_INTERRUPTED
+    assert _bails(telemetry) == 0
+
+
+def test_a_run_stopped_after_its_answer_at_a_breakpoint_is_answered(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> None:
+    # interrupt_after on the node that gave the final answer: the run is done, not paused.
+    root = uuid4()
+    lc.on_chain_start({}, {"messages": [("user", "hi")]}, run_id=root)
+    lc.on_interrupt(_breakpoint(root))
+    lc.on_chain_end({"messages": [AIMessage(content="It is 3.")]}, run_id=root)
+    run = _attributes(_run_span(telemetry))
+    assert run.get(semconv.RUN_STOP_REASON) != semconv.STOP_REASON_INTERRUPTED
+    assert run[semconv.RUN_OUTCOME] == "completed"
