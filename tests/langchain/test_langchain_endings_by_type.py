@@ -174,3 +174,15 @@ def test_a_graph_node_that_raised_ends_its_node_span_with_the_exceptions_type(
         if s.name.startswith(semconv.OP_INVOKE_NODE)
     }
     assert nodes == {"invoke_node plan": None, "invoke_node act": "KeyError"}
+
+
+def test_a_retrieval_is_named_by_its_own_name_else_its_vector_stores(
+    telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
+) -> None:
+    store = {"ls_vector_store_provider": "Chroma"}
+    for name in ("VectorStoreRetriever", "docs_search"):
+        run = uuid4()
+        lc.on_retriever_start({}, "q", run_id=run, metadata=store, name=name)
+        lc.on_retriever_end([], run_id=run)
+    names = [s.name for s in telemetry.spans()]
+    assert names == ["retrieval Chroma", "retrieval docs_search"]
