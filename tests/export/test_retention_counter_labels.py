@@ -1,7 +1,8 @@
 """Outcome retention's decision counter names each label by its key: the decision (``kept`` /
 ``dropped``) under the decision key and its basis (``outcome`` / ``ratio`` / ``capacity``) under
 the basis key, never the other way round, and the dropped-span counter its reason under the drop
-reason key (the shipped rules and panels select on those keys)."""
+reason key (the shipped rules and panels select on those keys); the held-span gauge and the
+late-keep counter each read their own count."""
 
 from __future__ import annotations
 
@@ -49,3 +50,19 @@ def test_each_decision_and_drop_is_counted_under_its_own_keys() -> None:
         frozenset({(semconv.TELEMETRY_DROP_REASON, "unsampled")}): 3,
         frozenset({(semconv.TELEMETRY_DROP_REASON, "decided_early")}): 0,
     }
+
+
+def test_the_held_span_gauge_and_the_late_keep_counter_each_read_their_own_count() -> None:
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    rig = Rig(ratio=0.0, meter_provider=meters)
+    try:
+        root = rig.root(dropped_id())
+        for _ in range(3):
+            rig.child(root).end()
+        held = _labelled(reader, semconv.RETENTION_HELD_SPANS.name)
+        late = _labelled(reader, semconv.RETENTION_LATE_KEEPS.name)
+        root.end()
+    finally:
+        meters.shutdown()
+    assert (held, late) == ({frozenset(): 3}, {frozenset(): 0})
