@@ -11,113 +11,47 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Sequence
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from claude_agent_sdk import (
-    AssistantMessage,
     ResultError,
-    ResultMessage,
     TextBlock,
-    ToolUseBlock,
 )
-from claude_agent_sdk.types import Message
 from opentelemetry.trace import StatusCode
 
-from symfonic_otel import semconv, tenant_scope
-from symfonic_otel.claude_agent_sdk import RecordedSession, SymfonicRecorder
+from symfonic_otel import semconv
 from symfonic_otel.claude_agent_sdk import recorder as recorder_module
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
 from tests.support import adapter_checks as checks
+from tests.support.claude_stream_support import (
+    MODEL,
+    RUN,
+    failed,
+    ran,
+    record,
+    result,
+    said,
+    tool_use,
+)
 from tests.support.raising_support import assert_error_run
 
-MODEL = "claude-test"
-RUN = "invoke_agent claude"
 RUNS = semconv.AGENT_RUNS.name
-
-
-def _said(message_id: str, *blocks: Any, parent: str | None = None, **fields: Any) -> Any:
-    return AssistantMessage(
-        content=list(blocks), model=MODEL, message_id=message_id, parent_tool_use_id=parent,
-        **fields,
-    )  # fmt: skip
-
-
-def _tool_use(call_id: str) -> ToolUseBlock:
-    return ToolUseBlock(id=call_id, name="lookup", input={"q": "x"})
-
-
-def _result(subtype: str = "success", *, is_error: bool = False, **fields: Any) -> ResultMessage:
-    return ResultMessage(
-        subtype=subtype, duration_ms=1, duration_api_ms=1, is_error=is_error, num_turns=1,
-        session_id="s", **fields,
-    )  # fmt: skip
-
-
-async def _stream(
-    session: RecordedSession, messages: Sequence[Any], raises: BaseException | None
-) -> AsyncIterator[Message]:
-    for message in messages:
-        if message == "tool":  # the SDK runs the tool between two responses, through its hooks
-            await _hook(session, "PreToolUse", tool_response=None)
-            await _hook(session, "PostToolUse", tool_response="sunny")
-        elif message == "failing tool":
-            await _hook(session, "PreToolUse", tool_response=None)
-            await _hook(session, "PostToolUseFailure", error="KeyError: 'x'")
-        else:
-            yield message
-    if raises is not None:
-        raise raises
-
-
-async def _hook(session: RecordedSession, event: str, **fields: Any) -> None:
-    data = {"hook_event_name": event, "tool_name": "lookup", "tool_use_id": "t1", **fields}
-    data["tool_input"] = {"q": "x"}
-    for matcher in (session.options.hooks or {})[event]:  # type: ignore[index]
-        for hook in matcher.hooks:
-            await hook(data, "t1", {"signal": None})  # type: ignore[arg-type, typeddict-item]
-
-
-def _record(
-    telemetry: InMemoryTelemetry,
-    messages: Sequence[Any],
-    raises: BaseException | None = None,
-    stop_after: int | None = None,
-) -> SymfonicRecorder:
-    """Read ``messages`` through a session for tenant ``acme``; ``stop_after`` of them only,
-    then close the stream as a caller that stops reading does."""
-    recorder = SymfonicRecorder(handler=telemetry.handler())
-    session = recorder.session()
-
-    async def read() -> None:
-        recorded = session.record(_stream(session, messages, raises))
-        seen = 0
-        async for _ in recorded:
-            seen += 1
-            if stop_after is not None and seen >= stop_after:
-                await recorded.aclose()  # type: ignore[attr-defined]
-                return
-
-    with tenant_scope("acme"):
-        asyncio.run(read())
-    return recorder
 
 
 def test_blocks_sharing_a_message_id_are_one_model_response_and_the_tool_sits_between(
     telemetry: InMemoryTelemetry,
 ) -> None:
     usage = {"input_tokens": 11, "output_tokens": 3}
-    recorder = _record(
+    recorder = record(
         telemetry,
         [
-            _said("m1", TextBlock(text="Let me look.")),
-            _said("m1", _tool_use("t1"), usage=usage, stop_reason="tool_use"),
-            "tool",
-            _said("sub", TextBlock(text="a sub-agent's turn"), parent="t1"),
-            _said("m2", TextBlock(text="It is sunny."), usage=usage, stop_reason="end_turn"),
-            _result(result="It is sunny.", stop_reason="end_turn"),
+            said("m1", TextBlock(text="Let me look.")),
+            said("m1", tool_use("t1"), usage=usage, stop_reason="tool_use"),
+            *ran("t1"),
+            said("sub", TextBlock(text="a sub-agent's turn"), parent="t1"),
+            said("m2", TextBlock(text="It is sunny."), usage=usage, stop_reason="end_turn"),
+            result(result="It is sunny.", stop_reason="end_turn"),
         ],
     )
     checks.assert_one_healthy_run(telemetry)
@@ -137,13 +71,13 @@ def test_blocks_sharing_a_message_id_are_one_model_response_and_the_tool_sits_be
 def test_a_tool_the_sdk_reports_failed_marks_its_span_and_the_run_completes(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    _record(
+    record(
         telemetry,
         [
-            _said("m1", _tool_use("t1")),
-            "failing tool",
-            _said("m2", TextBlock(text="It failed.")),
-            _result(result="It failed."),
+            said("m1", tool_use("t1")),
+            *failed("t1"),
+            said("m2", TextBlock(text="It failed.")),
+            result(result="It failed."),
         ],
     )
     tool = telemetry.span("execute_tool lookup")
@@ -157,9 +91,9 @@ def test_a_capped_result_and_the_sdks_result_error_is_a_bail_and_an_error_run(
     telemetry: InMemoryTelemetry, subtype: str
 ) -> None:
     with pytest.raises(ResultError):
-        _record(
+        record(
             telemetry,
-            [_said("m1", _tool_use("t1")), "tool", _result(subtype, is_error=True)],
+            [said("m1", tool_use("t1")), *ran("t1"), result(subtype, is_error=True)],
             raises=ResultError("capped"),
         )
     checks.assert_capped_silent_bail(telemetry, "acme", "error")
@@ -169,9 +103,9 @@ def test_a_capped_result_and_the_sdks_result_error_is_a_bail_and_an_error_run(
 def test_a_capped_result_without_an_exception_is_a_completed_bail(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    _record(
+    record(
         telemetry,
-        [_said("m1", _tool_use("t1")), "tool", _result("error_max_turns", is_error=True)],
+        [said("m1", tool_use("t1")), *ran("t1"), result("error_max_turns", is_error=True)],
     )
     checks.assert_capped_silent_bail(telemetry, "acme", "completed")
 
@@ -181,11 +115,11 @@ def test_an_interrupted_turn_is_cancelled_even_though_its_result_is_an_error(
     telemetry: InMemoryTelemetry, aborted: str
 ) -> None:
     """Interrupted while the model streamed, or while its tools ran."""
-    _record(
+    record(
         telemetry,
         [
-            _said("m1", TextBlock(text="Let me")),
-            _result("error_during_execution", is_error=True, terminal_reason=aborted),
+            said("m1", TextBlock(text="Let me")),
+            result("error_during_execution", is_error=True, terminal_reason=aborted),
         ],
     )
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
@@ -199,23 +133,23 @@ def test_an_interrupted_turn_is_cancelled_even_though_its_result_is_an_error(
 def test_an_error_result_names_its_terminal_reason_else_its_subtype(
     telemetry: InMemoryTelemetry, terminal_reason: str | None, error_type: str
 ) -> None:
-    error = _result("error_during_execution", is_error=True, terminal_reason=terminal_reason)
-    _record(telemetry, [error])
+    error = result("error_during_execution", is_error=True, terminal_reason=terminal_reason)
+    record(telemetry, [error])
     assert_error_run(telemetry, "acme", RuntimeError(), RUN, error_type)
 
 
 def test_a_capped_result_of_an_interrupted_turn_is_still_the_cap(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    capped = _result("error_max_turns", is_error=True, terminal_reason="aborted_tools")
-    _record(telemetry, [_said("m1", _tool_use("t1")), "tool", capped])
+    capped = result("error_max_turns", is_error=True, terminal_reason="aborted_tools")
+    record(telemetry, [said("m1", tool_use("t1")), *ran("t1"), capped])
     checks.assert_capped_silent_bail(telemetry, "acme", "completed")
 
 
 def test_an_answer_keeps_the_stop_reason_its_result_gives(telemetry: InMemoryTelemetry) -> None:
-    _record(
+    record(
         telemetry,
-        [_said("m1", TextBlock(text="Cut")), _result(result="Cut", stop_reason="max_tokens")],
+        [said("m1", TextBlock(text="Cut")), result(result="Cut", stop_reason="max_tokens")],
     )
     assert (telemetry.span(RUN).attributes or {})[semconv.RUN_STOP_REASON] == "max_tokens"
 
@@ -224,14 +158,14 @@ def test_a_stream_raising_without_a_result_is_an_error_of_the_exceptions_type(
     telemetry: InMemoryTelemetry,
 ) -> None:
     with pytest.raises(ConnectionError) as raised:
-        _record(telemetry, [_said("m1", TextBlock(text="Let"))], raises=ConnectionError("cut"))
+        record(telemetry, [said("m1", TextBlock(text="Let"))], raises=ConnectionError("cut"))
     assert_error_run(telemetry, "acme", raised.value, RUN)
 
 
 def test_a_caller_that_stops_reading_cancels_the_run(telemetry: InMemoryTelemetry) -> None:
-    recorder = _record(
+    recorder = record(
         telemetry,
-        [_said("m1", TextBlock(text="Let")), _said("m2", TextBlock(text="more")), _result()],
+        [said("m1", TextBlock(text="Let")), said("m2", TextBlock(text="more")), result()],
         stop_after=1,
     )
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
@@ -242,22 +176,22 @@ def test_an_error_result_then_an_exception_is_an_error_of_the_exceptions_type(
     telemetry: InMemoryTelemetry,
 ) -> None:
     """The exception that ended the run wins over the reason its error result gave."""
-    error = _result("error_during_execution", is_error=True, terminal_reason="prompt_too_long")
+    error = result("error_during_execution", is_error=True, terminal_reason="prompt_too_long")
     with pytest.raises(ConnectionError) as raised:
-        _record(telemetry, [error], raises=ConnectionError("cut"))
+        record(telemetry, [error], raises=ConnectionError("cut"))
     assert_error_run(telemetry, "acme", raised.value, RUN)
 
 
 def test_the_model_call_after_a_tool_starts_when_the_tool_ended(
     telemetry: InMemoryTelemetry,
 ) -> None:
-    _record(
+    record(
         telemetry,
         [
-            _said("m1", _tool_use("t1"), stop_reason="tool_use"),
-            "tool",
-            _said("m2", TextBlock(text="It is sunny."), stop_reason="end_turn"),
-            _result(result="It is sunny.", stop_reason="end_turn"),
+            said("m1", tool_use("t1"), stop_reason="tool_use"),
+            *ran("t1"),
+            said("m2", TextBlock(text="It is sunny."), stop_reason="end_turn"),
+            result(result="It is sunny.", stop_reason="end_turn"),
         ],
     )
     tool = telemetry.span("execute_tool lookup")
@@ -277,12 +211,12 @@ def test_a_model_call_right_after_another_starts_when_the_first_ended(
     not at the run's start (a clock that steps on every read makes the order exact)."""
     ticks = itertools.count(time.time_ns() - 10**9, 1_000_000)
     monkeypatch.setattr(recorder_module, "time", SimpleNamespace(time_ns=lambda: next(ticks)))
-    _record(
+    record(
         telemetry,
         [
-            _said("m1", TextBlock(text="Let me think."), stop_reason="end_turn"),
-            _said("m2", TextBlock(text="It is sunny."), stop_reason="end_turn"),
-            _result(result="It is sunny.", stop_reason="end_turn"),
+            said("m1", TextBlock(text="Let me think."), stop_reason="end_turn"),
+            said("m2", TextBlock(text="It is sunny."), stop_reason="end_turn"),
+            result(result="It is sunny.", stop_reason="end_turn"),
         ],
     )
     first, second = sorted(
@@ -296,6 +230,6 @@ def test_a_cancelled_stream_ends_the_run_cancelled_not_an_error(
     telemetry: InMemoryTelemetry,
 ) -> None:
     with pytest.raises(asyncio.CancelledError):
-        _record(telemetry, [_said("m1", TextBlock(text="Let"))], raises=asyncio.CancelledError())
+        record(telemetry, [said("m1", TextBlock(text="Let"))], raises=asyncio.CancelledError())
     assert telemetry.value(RUNS, {semconv.RUN_OUTCOME: "cancelled"}) == 1
     assert semconv.ERROR_TYPE not in (telemetry.span(RUN).attributes or {})

@@ -60,6 +60,11 @@ def ran(call_id: str, response: str = "sunny", q: str = "x") -> list[Hook]:
     ]
 
 
+def failed(call_id: str, error: str = "KeyError: 'x'") -> list[Hook]:
+    """A tool the SDK reports failed with ``error``."""
+    return [Hook("PreToolUse", call_id), Hook("PostToolUseFailure", call_id, {"error": error})]
+
+
 async def call_hooks(session: RecordedSession, hook: Hook) -> None:
     data = {
         "hook_event_name": hook.event,
