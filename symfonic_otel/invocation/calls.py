@@ -64,9 +64,10 @@ class HeldCall:
 def record_call(
     handler: OTelCallbackHandler, run: FrameworkRun, turn: Turn | None, **call: Unpack[CallFacts]
 ) -> None:
-    """One model call of ``run``; it becomes the run's last turn (a failed call keeps the one
-    before, and marks the run's last call failed; a forced final answer keeps the loop's last
-    turn, which is what a bail reports)."""
+    """One model call of ``run``; its turn, when it has one, becomes the run's last turn. A failed
+    call marks the run's last call failed, and keeps the turn before unless it brings its own (a
+    stream cut after some text); a forced final answer keeps the loop's last turn, which is what
+    a bail reports."""
     node = call.get("node", "")
     error_type = call.get("error_type")
     synthesis = node == semconv.NODE_SYNTHESIZE_FALLBACK
