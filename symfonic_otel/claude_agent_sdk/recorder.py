@@ -124,8 +124,9 @@ class RecordedSession:
         if isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
             if self._blocks and message.message_id != self._blocks[-1].message_id:
                 self._flush()
-            if not self._blocks:
-                self._ended_ns = time.time_ns()
+            # the CLI sends a response's blocks one by one as they complete: the call ends at
+            # the last one, not the first
+            self._ended_ns = time.time_ns()
             if len(self._blocks) < _MAX_BLOCKS:
                 self._blocks.append(message)
         elif isinstance(message, ResultMessage):

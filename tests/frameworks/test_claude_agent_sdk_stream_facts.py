@@ -204,3 +204,18 @@ def test_the_first_model_call_starts_when_the_run_starts(
     (chat,) = [s for s in telemetry.spans() if s.name == CHAT]
     assert chat.start_time is not None and chat.end_time is not None
     assert chat.end_time - chat.start_time == step
+
+
+def test_a_response_sent_in_several_blocks_ends_at_its_last_block(
+    telemetry: InMemoryTelemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clock that steps one millisecond on every read: the run's start, then one read per
+    block of the response, so a call that ends at its last block lasts three steps."""
+    step = 1_000_000
+    ticks = itertools.count(time.time_ns() - 10**9, step)
+    monkeypatch.setattr(recorder_module, "time", SimpleNamespace(time_ns=lambda: next(ticks)))
+    blocks = [said("m1", TextBlock(text=part)) for part in ("It ", "is ", "sunny.")]
+    record(telemetry, [*blocks, result(result="It is sunny.")])
+    (chat,) = [s for s in telemetry.spans() if s.name == CHAT]
+    assert chat.start_time is not None and chat.end_time is not None
+    assert chat.end_time - chat.start_time == 3 * step
