@@ -17,8 +17,8 @@ from symfonic_otel.langchain.extract import run_key
 from symfonic_otel.langchain.runs import RunTree
 from symfonic_otel.langchain.state import AgentRun, ChainStart
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
+from tests.support.langchain_callbacks import start_sub_agent
 
-_GRAPH = {"ls_integration": "langgraph"}
 _CHAT = "chat scripted"
 
 
@@ -120,24 +120,6 @@ def test_an_agent_run_holds_its_bound_of_child_runs_and_ended_ones_free_their_pl
     lc.on_chain_end({"messages": []}, run_id=root)
 
 
-def _sub_agent(lc: LangChainCallbackHandler, parent: UUID, name: str) -> tuple[UUID, UUID]:
-    """A graph run inside ``parent`` whose first node has started (so a sub-agent run)."""
-    sub, node = uuid4(), uuid4()
-    lc.on_chain_start(
-        {}, {"messages": []}, run_id=sub, parent_run_id=parent, metadata=_GRAPH, name=name
-    )
-    lc.on_chain_start(
-        {},
-        {"messages": []},
-        run_id=node,
-        parent_run_id=sub,
-        metadata={"langgraph_node": "inner"},
-        tags=["graph:step:1"],
-        name="inner",
-    )
-    return sub, node
-
-
 def test_a_run_that_ran_more_sub_graphs_than_its_bound_still_records_its_steps(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,7 +127,7 @@ def test_a_run_that_ran_more_sub_graphs_than_its_bound_still_records_its_steps(
     root = uuid4()
     lc.on_chain_start({}, {"messages": [("user", "hi")]}, run_id=root)
     for n in range(4):
-        sub, node = _sub_agent(lc, root, f"helper{n}")
+        sub, node = start_sub_agent(lc, root, f"helper{n}")
         lc.on_chain_end({}, run_id=node, parent_run_id=sub)
         lc.on_chain_end({"messages": []}, run_id=sub, parent_run_id=root)
     tool = uuid4()
@@ -165,7 +147,7 @@ def test_an_open_sub_agent_takes_no_place_among_its_parents_child_runs(
     monkeypatch.setattr(run_book, "MAX_RUNS_PER_AGENT", 3)
     root = uuid4()
     lc.on_chain_start({}, {"messages": [("user", "hi")]}, run_id=root)
-    sub, node = _sub_agent(lc, root, "helper")
+    sub, node = start_sub_agent(lc, root, "helper")
     tools = [uuid4(), uuid4()]
     for n, tool in enumerate(tools):
         lc.on_tool_start({"name": f"t{n}"}, "1", run_id=tool, parent_run_id=root)
@@ -221,7 +203,7 @@ def test_an_evicted_parent_forgets_its_open_sub_agent_and_that_sub_agents_steps(
     telemetry.track(lc.handler)
     first = uuid4()
     lc.on_chain_start({}, {"messages": [("user", "hi")]}, run_id=first)
-    sub, node = _sub_agent(lc, first, "helper")
+    sub, node = start_sub_agent(lc, first, "helper")
     tool = uuid4()
     lc.on_tool_start({"name": "deep"}, "1", run_id=tool, parent_run_id=node)
     second = uuid4()

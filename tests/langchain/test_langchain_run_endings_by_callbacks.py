@@ -14,8 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from symfonic_otel import LangChainCallbackHandler, semconv
 from symfonic_otel.testing.telemetry import InMemoryTelemetry
-
-_GRAPH = {"ls_integration": "langgraph"}
+from tests.support.langchain_callbacks import GRAPH, start_first_node, start_sub_agent
 
 
 def _run_span(telemetry: InMemoryTelemetry, name: str = "invoke_agent symfonic") -> ReadableSpan:
@@ -65,29 +64,12 @@ def test_the_same_blank_ending_without_the_interrupt_is_a_bail(
     assert _bails(telemetry) == 1
 
 
-def _sub_agent(lc: LangChainCallbackHandler, parent: UUID, name: str) -> tuple[UUID, UUID]:
-    sub, node = uuid4(), uuid4()
-    lc.on_chain_start(
-        {}, {"messages": []}, run_id=sub, parent_run_id=parent, metadata=_GRAPH, name=name
-    )
-    lc.on_chain_start(
-        {},
-        {"messages": []},
-        run_id=node,
-        parent_run_id=sub,
-        metadata={"langgraph_node": "inner"},
-        tags=["graph:step:1"],
-        name="inner",
-    )
-    return sub, node
-
-
 def test_a_sub_agent_paused_by_an_interrupt_pauses_its_parent_run(
     telemetry: InMemoryTelemetry, lc: LangChainCallbackHandler
 ) -> None:
     root = uuid4()
     lc.on_chain_start({}, {"messages": [("user", "hi")]}, run_id=root)
-    sub, node = _sub_agent(lc, root, "helper")
+    sub, node = start_sub_agent(lc, root, "helper")
     lc.on_chain_end({}, run_id=node, parent_run_id=sub)
     lc.on_chain_error(GraphInterrupt(()), run_id=sub, parent_run_id=root)
     lc.on_chain_end(_blank(), run_id=root)
@@ -105,21 +87,12 @@ def test_a_sub_agent_starts_when_its_graph_started_under_its_parent_run(
     lc.on_chain_start({}, {"messages": [("user", "hi")]}, run_id=root)
     sub = uuid4()
     lc.on_chain_start(
-        {}, {"messages": []}, run_id=sub, parent_run_id=root, metadata=_GRAPH, name="helper"
+        {}, {"messages": []}, run_id=sub, parent_run_id=root, metadata=GRAPH, name="helper"
     )
     tool = uuid4()  # time passes between the graph's start and its first node's
     lc.on_tool_start({"name": "warmup"}, "x", run_id=tool, parent_run_id=root)
     lc.on_tool_end("ok", run_id=tool, parent_run_id=root)
-    node = uuid4()
-    lc.on_chain_start(
-        {},
-        {"messages": []},
-        run_id=node,
-        parent_run_id=sub,
-        metadata={"langgraph_node": "inner"},
-        tags=["graph:step:1"],
-        name="inner",
-    )
+    node = start_first_node(lc, sub)
     lc.on_chain_end({}, run_id=node, parent_run_id=sub)
     lc.on_chain_end({"messages": [AIMessage(content="42")]}, run_id=sub, parent_run_id=root)
     lc.on_chain_end({"messages": [AIMessage(content="42")]}, run_id=root)
