@@ -1,6 +1,8 @@
 """What each format of the per-tenant exposition carries: the classic text never an exemplar
-(its grammar has none; only OpenMetrics puts one after a value), and a counter with no series
-no family at all (no HELP / TYPE lines of its own), as the OTel Prometheus exporter renders it.
+(its grammar has none; only OpenMetrics puts one after a value), a counter with no series no
+family at all (no HELP / TYPE lines of its own), and a family whose label keys grow renders
+every line already rendered again with the new key (empty), as the OTel Prometheus exporter
+renders them.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client.parser import text_string_to_metric_families
 
 from symfonic_otel import semconv
 from symfonic_otel.emit.tenant_counters import TenantCounters
@@ -18,6 +21,7 @@ from symfonic_otel.export.tenant_exposition import TenantExposition
 
 TRACE_ID, SPAN_ID = 0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331
 BAILS = {semconv.TENANT_ID: "acme", "reason": "tool_calls_with_no_text"}
+TENANTS = ("acme", "globex", "initech")
 
 
 @pytest.fixture
@@ -60,3 +64,32 @@ def test_a_counter_without_series_has_no_family_lines(
     assert [name.removesuffix("_total") for name in types] == ["symfonic_react_silent_bails"]
     store.drop("acme")  # the tenant went idle: its families go with its series
     assert _text(exposition, openmetrics) == ""
+
+
+def _label_sets(exposition: TenantExposition) -> dict[str, dict[str, str]]:
+    text = "".join(exposition.chunks(False))
+    [family] = list(text_string_to_metric_families(text))
+    return {sample.labels["tenant_id"]: sample.labels for sample in family.samples}
+
+
+def test_every_rendered_line_takes_a_key_that_arrives_later(
+    store: TenantCounters, exposition: TenantExposition
+) -> None:
+    for tenant in TENANTS:
+        store.add(semconv.SILENT_BAILS.name, tenant, {semconv.TENANT_ID: tenant}, 1)
+    before = _label_sets(exposition)
+    assert all("reason" not in labels for labels in before.values())
+
+    store.add(
+        semconv.SILENT_BAILS.name,
+        "hooli",
+        {semconv.TENANT_ID: "hooli", "reason": "tool_calls_with_no_text"},
+        1,
+    )
+    after = _label_sets(exposition)
+
+    assert sorted(after) == sorted([*TENANTS, "hooli"])
+    keys = {tenant: sorted(labels) for tenant, labels in after.items()}
+    assert all(found == keys["hooli"] for found in keys.values()), keys
+    assert [after[tenant]["reason"] for tenant in TENANTS] == ["", "", ""]
+    assert after["hooli"]["reason"] == "tool_calls_with_no_text"
