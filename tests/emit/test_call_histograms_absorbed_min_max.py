@@ -10,6 +10,7 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricR
 
 from symfonic_otel import semconv
 from symfonic_otel.emit import tenant_hub
+from tests.support.recorded import reader_points
 
 CALLS = semconv.INVOKE_AGENT_INFERENCE_CALLS
 RUN = {"gen_ai.agent.name": "planner"}
@@ -17,16 +18,7 @@ BUCKETS = list(CALLS.buckets or ())
 
 
 def _point(reader: InMemoryMetricReader) -> HistogramDataPoint:
-    data = reader.get_metrics_data()
-    assert data is not None
-    [point] = [
-        point
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == CALLS.name
-        for point in metric.data.data_points
-    ]
+    [point] = reader_points(reader, CALLS.name)
     assert isinstance(point, HistogramDataPoint)
     return point
 

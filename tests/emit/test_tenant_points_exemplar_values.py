@@ -16,6 +16,7 @@ from symfonic_otel import semconv
 from symfonic_otel.emit.tenant_counters import TenantCounters
 from symfonic_otel.emit.tenant_hub import hub_for
 from symfonic_otel.emit.tenants import ActiveTenants
+from tests.support.recorded import reader_points
 
 TRACE_A, SPAN_A = 0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331
 TRACE_B, SPAN_B = 0x5B8EFFF798038103D269B633813FC60C, 0xEEE19B7EC3C1B174
@@ -36,18 +37,9 @@ def test_the_exemplar_holds_the_latest_count_not_the_total(delta: bool) -> None:
         store.add(COST, "acme", ATTRS, 0.25, link=(TRACE_A, SPAN_A))
         store.add(COST, "acme", ATTRS, 0.5, link=(TRACE_B, SPAN_B))
         store.add(COST, "acme", ATTRS, 0.125)  # no sampled span: the exemplar stays
-        data = reader.get_metrics_data()
+        [point] = reader_points(reader, COST)
     finally:
         provider.shutdown()
-    assert data is not None
-    [point] = [
-        point
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == COST
-        for point in metric.data.data_points
-    ]
     assert isinstance(point, NumberDataPoint)
     assert point.value == 0.875
     [exemplar] = point.exemplars

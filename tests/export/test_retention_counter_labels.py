@@ -10,21 +10,16 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 
 from symfonic_otel import semconv
+from tests.support.recorded import reader_points
 from tests.support.retention_rig import Rig, dropped_id
 
 
 def _labelled(
     reader: InMemoryMetricReader, name: str
 ) -> dict[frozenset[tuple[str, object]], float]:
-    data = reader.get_metrics_data()
-    assert data is not None
     return {
         frozenset((point.attributes or {}).items()): point.value
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == name
-        for point in metric.data.data_points
+        for point in reader_points(reader, name)
         if isinstance(point, NumberDataPoint)
     }
 
