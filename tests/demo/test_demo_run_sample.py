@@ -55,3 +55,33 @@ def test_a_run_under_a_span_of_its_callers_is_still_the_trees_root() -> None:
     lines = console.export_text().splitlines()
     assert lines[0].startswith("invoke_agent support")
     assert "chat gpt-4o" in lines[1]
+
+
+def test_each_tree_label_shows_its_own_attribute() -> None:
+    sampler = RunSpanSampler()
+    sampler.candidates["r1"] = "an answer"
+    tracer = _traced(sampler).get_tracer("t")
+    labelled = {
+        semconv.RUN_ID: "r1",
+        semconv.TENANT_ID: "acme",
+        semconv.NODE_NAME: "agent",
+        semconv.GEN_AI_USAGE_INPUT_TOKENS: 11,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 7,
+        semconv.SYNTHESIS_RECOVERED: True,
+        semconv.RUN_OUTCOME: "completed",
+        semconv.RESPONSE_EMPTY: False,
+    }
+    tracer.start_span("chat gpt-4o", attributes=labelled).end()
+    tree = trace_tree(sampler.spans_by_run["r1"])
+    assert tree is not None
+    console = Console(record=True, width=200)
+    console.print(tree)
+    assert console.export_text().split("  ", 1)[1].split() == [
+        "tenant=acme",
+        "node=agent",
+        "in=11",
+        "out=7",
+        "recovered=True",
+        "outcome=completed",
+        "empty_answer=False",
+    ]
