@@ -72,3 +72,35 @@ def test_a_sigterm_that_did_not_stop_the_demo_leaves_its_exit_status_0(
     assert seen == [signal.SIGINT]
     assert code == 0
     assert "Interrupted" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["finished", "refused"])
+def test_the_demo_hands_back_the_applications_own_sigterm_handler(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fails: bool
+) -> None:
+    """A program that runs the demo through ``cli.main`` keeps its SIGTERM handler: the CLI's
+    own is installed for the demo only, whether it finished or was refused."""
+    import symfonic_otel.demo
+
+    during: list[object] = []
+
+    def run_demo(*args: Any, **kwargs: Any) -> int:
+        during.append(signal.getsignal(signal.SIGTERM))
+        if fails:
+            raise symfonic_otel.demo.DemoError("no such scenario")
+        return 0
+
+    def own_sigterm(signum: int, frame: FrameType | None) -> None:
+        raise AssertionError("not called")
+
+    monkeypatch.setattr(symfonic_otel.demo, "run_demo", run_demo)
+    previous = signal.signal(signal.SIGTERM, own_sigterm)
+    try:
+        code = cli.main(["demo", "--runs", "1"])
+        after = signal.getsignal(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert code == (cli.EXIT_USAGE if fails else 0)
+    assert len(during) == 1 and callable(during[0]) and during[0] is not own_sigterm
+    assert after is own_sigterm
+    capsys.readouterr()
