@@ -178,7 +178,7 @@ class _Chat(ChatMiddleware):
         )
         try:
             await call_next()
-        except Exception as exc:
+        except BaseException as exc:  # a cancelled call is recorded too, as a stream's is
             error = type(exc).__name__[:128]
             book.guard("chat_end", adapter._model_call, run_id, forced, started, None, error)
             raise

@@ -146,13 +146,13 @@ class SymfonicCapability(AbstractCapability[Any]):
             response = await handler(request_context)
         except _REQUEST_CONTROL:
             raise
-        except Exception as exc:
+        except BaseException as exc:  # a cancelled call is recorded too, naming the cancellation
             self.book.guard("model_request", self._model_call, None, started, exc)
             raise
         self.book.guard("model_request", self._model_call, response, started, None)
         return response
 
-    def _model_call(self, response: object, started: int, error: Exception | None) -> None:
+    def _model_call(self, response: object, started: int, error: BaseException | None) -> None:
         run = self._run()
         if run is None:
             return

@@ -53,6 +53,28 @@ def test_a_raising_model_call_names_its_error_on_its_own_span(
     assert (call.attributes or {})[semconv.ERROR_TYPE] == "ConnectionError"
 
 
+class _CancelledCall(ScriptedClient):
+    """The model call is cancelled (or interrupted) while it runs."""
+
+    def __init__(self, exc: type[BaseException]) -> None:
+        super().__init__()
+        self.exc = exc
+
+    def _reply(self, messages: Sequence[Message], options: Mapping[str, Any]) -> Message:
+        raise self.exc()
+
+
+@pytest.mark.parametrize("exc", [asyncio.CancelledError, KeyboardInterrupt])
+def test_an_interrupted_model_call_is_recorded_naming_the_interruption(
+    telemetry: InMemoryTelemetry, exc: type[BaseException]
+) -> None:
+    with tenant_scope("acme"), pytest.raises(exc):
+        asyncio.run(agent(_adapter(telemetry), _CancelledCall(exc)).run(QUESTION))
+    (call,) = _model_spans(telemetry)
+    assert (call.attributes or {})[semconv.ERROR_TYPE] == exc.__name__
+    checks.assert_cancelled_never_a_bail(telemetry)
+
+
 def test_a_run_whose_forced_call_raises_is_an_error_not_a_capped_answer(
     telemetry: InMemoryTelemetry,
 ) -> None:
