@@ -44,13 +44,42 @@ def _model_spans(telemetry: InMemoryTelemetry) -> list[Any]:
     ]
 
 
+async def _streamed(built: Any) -> Any:
+    stream = built.run(QUESTION, stream=True)
+    async for _ in stream:
+        pass
+    return await stream.get_final_response()
+
+
+async def _run(built: Any) -> Any:
+    return await built.run(QUESTION)
+
+
+ENTRY_POINTS = {"run": _run, "stream": _streamed}
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
 def test_a_raising_model_call_names_its_error_on_its_own_span(
-    telemetry: InMemoryTelemetry,
+    telemetry: InMemoryTelemetry, entry: str
 ) -> None:
     with tenant_scope("acme"), pytest.raises(ConnectionError):
-        asyncio.run(agent(_adapter(telemetry), ScriptedClient(fail=True)).run(QUESTION))
+        asyncio.run(ENTRY_POINTS[entry](agent(_adapter(telemetry), ScriptedClient(fail=True))))
     (call,) = _model_spans(telemetry)
     assert (call.attributes or {})[semconv.ERROR_TYPE] == "ConnectionError"
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_a_forced_final_call_that_raises_is_still_the_fallback_call(
+    telemetry: InMemoryTelemetry, entry: str
+) -> None:
+    client = _ForcedCallFails(function_invocation_configuration={"max_iterations": 2})
+    with tenant_scope("acme"), pytest.raises(ConnectionError):
+        asyncio.run(ENTRY_POINTS[entry](agent(_adapter(telemetry), client)))
+    failed = [s for s in _model_spans(telemetry) if semconv.ERROR_TYPE in (s.attributes or {})]
+    assert len(failed) == 1
+    attributes = failed[0].attributes or {}
+    assert attributes[semconv.ERROR_TYPE] == "ConnectionError"
+    assert attributes[semconv.NODE_NAME] == semconv.NODE_SYNTHESIZE_FALLBACK
 
 
 class _CancelledCall(ScriptedClient):
